@@ -1,0 +1,20 @@
+.PHONY: demo test lint format check
+
+demo:  ## Run the app on SQLite with eager Celery and demo data
+	scripts/demo.sh
+
+test:  ## Run the test suite against PostgreSQL, Redis and a Celery worker
+	scripts/test.sh
+
+lint:
+	scripts/bootstrap.sh requirements-dev.txt
+	.venv/bin/ruff check .
+	.venv/bin/ruff format --check .
+
+format:
+	.venv/bin/ruff format .
+	.venv/bin/ruff check --fix .
+
+check:  ## Django's deployment checks with production-like settings
+	DEBUG=false SECRET_KEY=$$(python3 -c 'import secrets; print(secrets.token_urlsafe(50))') \
+	ALLOWED_HOSTS=example.org .venv/bin/python manage.py check --deploy --fail-level WARNING

@@ -1,0 +1,76 @@
+from django.contrib import admin
+
+from .models import Answer, AnswerSource, CounterfactualPair, Dataset, ImportJob, Question
+
+
+@admin.register(Dataset)
+class DatasetAdmin(admin.ModelAdmin):
+    list_display = ["name", "licence", "question_count", "created_at"]
+    search_fields = ["name", "description", "source"]
+
+    @admin.display(description="Questions")
+    def question_count(self, obj):
+        return obj.questions.count()
+
+
+@admin.register(Question)
+class QuestionAdmin(admin.ModelAdmin):
+    list_display = ["external_id", "short_text", "dataset", "created_at"]
+    list_filter = ["dataset"]
+    search_fields = ["external_id", "text"]
+    list_select_related = ["dataset"]
+    readonly_fields = ["text_hash", "created_at"]
+    show_full_result_count = False
+
+    @admin.display(description="Text")
+    def short_text(self, obj):
+        return obj.text[:120]
+
+
+@admin.register(CounterfactualPair)
+class CounterfactualPairAdmin(admin.ModelAdmin):
+    list_display = ["external_id", "dataset", "question_1", "question_2", "difference"]
+    list_filter = ["dataset"]
+    search_fields = ["external_id", "difference", "question_1__text", "question_2__text"]
+    list_select_related = ["dataset", "question_1", "question_2"]
+    raw_id_fields = ["question_1", "question_2"]
+
+
+@admin.register(AnswerSource)
+class AnswerSourceAdmin(admin.ModelAdmin):
+    list_display = ["name", "kind", "model_name", "created_at"]
+    list_filter = ["kind"]
+    search_fields = ["name", "model_name", "description"]
+
+
+@admin.register(Answer)
+class AnswerAdmin(admin.ModelAdmin):
+    list_display = ["question_id_display", "source", "dataset", "model_name", "short_text", "generated_at"]
+    list_filter = ["source", "question__dataset", "source__kind"]
+    search_fields = ["text", "question__external_id", "question__text", "model_name"]
+    list_select_related = ["question__dataset", "source"]
+    raw_id_fields = ["question", "author"]
+    readonly_fields = ["settings_hash", "created_at"]
+    show_full_result_count = False
+
+    @admin.display(description="Question", ordering="question__external_id")
+    def question_id_display(self, obj):
+        return obj.question.external_id
+
+    @admin.display(description="Dataset", ordering="question__dataset__name")
+    def dataset(self, obj):
+        return obj.question.dataset
+
+    @admin.display(description="Answer")
+    def short_text(self, obj):
+        return obj.text[:100]
+
+
+@admin.register(ImportJob)
+class ImportJobAdmin(admin.ModelAdmin):
+    list_display = ["filename", "kind", "status", "created_by", "created_at", "finished_at"]
+    list_filter = ["kind", "status"]
+    search_fields = ["filename"]
+    exclude = ["content"]
+    readonly_fields = ["kind", "filename", "options", "status", "report", "errors", "created_by", "started_at",
+                       "finished_at"]  # fmt: skip

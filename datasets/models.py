@@ -1,0 +1,198 @@
+"""Datasets of medical questions, counterfactual pairs, answer sources and answers."""
+
+import hashlib
+import json
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+
+def text_fingerprint(text: str) -> str:
+    """SHA-256 of the text with surrounding whitespace removed.
+
+    Questions are unique per dataset by text; texts can be longer than a btree
+    index allows on PostgreSQL, so uniqueness is enforced on this hash.
+    """
+    return hashlib.sha256(text.strip().encode("utf-8")).hexdigest()
+
+
+def settings_fingerprint(parameters: dict) -> str:
+    """Stable hash of generation settings: the same settings in any key order give one key."""
+    canonical = json.dumps(parameters or {}, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+class Dataset(models.Model):
+    name = models.CharField(max_length=200, unique=True, help_text="The name as published.")
+    description = models.TextField(blank=True)
+    licence = models.CharField(max_length=200, blank=True)
+    source = models.TextField(blank=True, help_text="Where the data comes from: paper, repository, commit.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Question(models.Model):
+    dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="questions")
+    external_id = models.CharField(max_length=200, help_text="The id in the source file.")
+    text = models.TextField()
+    text_hash = models.CharField(max_length=64, editable=False)
+    metadata = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="Whatever the source records about the question: the axis of identity or context it varies, "
+        "options and correct answer, pain context...",
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["dataset", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["dataset", "external_id"], name="question_unique_external_id"),
+            models.UniqueConstraint(fields=["dataset", "text_hash"], name="question_unique_text"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.external_id}: {self.text[:80]}"
+
+    def save(self, *args, **kwargs):
+        self.text_hash = text_fingerprint(self.text)
+        if kwargs.get("update_fields") is not None and "text" in kwargs["update_fields"]:
+            kwargs["update_fields"] = {*kwargs["update_fields"], "text_hash"}
+        super().save(*args, **kwargs)
+
+
+class CounterfactualPair(models.Model):
+    """Two questions of one dataset that differ in an identity or context detail."""
+
+    dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="pairs")
+    question_1 = models.ForeignKey(Question, on_delete=models.CASCADE, related_name="pairs_as_first")
+    question_2 = models.ForeignKey(Question, on_delete=models.CASCADE, related_name="pairs_as_second")
+    external_id = models.CharField(max_length=200, blank=True)
+    difference = models.TextField(
+        blank=True, help_text="What changed between the two questions, e.g. 'Black men → White men'."
+    )
+    metadata = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["dataset", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["question_1", "question_2"], name="pair_unique_questions"),
+            models.CheckConstraint(condition=~Q(question_1=models.F("question_2")), name="pair_distinct_questions"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.question_1.external_id} / {self.question_2.external_id}"
+
+
+class AnswerSource(models.Model):
+    """Where answers come from: a model with its settings, physicians, or an imported release."""
+
+    class Kind(models.TextChoices):
+        MODEL = "model", "Model"
+        PHYSICIAN = "physician", "Physician-written"
+        IMPORTED = "imported", "Imported release"
+
+    name = models.CharField(max_length=200, unique=True, help_text="Shown in exports, e.g. 'Med-PaLM 2'.")
+    kind = models.CharField(max_length=20, choices=Kind.choices)
+    description = models.TextField(blank=True)
+    model_name = models.CharField(max_length=200, blank=True, help_text="The model identifier, for model sources.")
+    parameters = models.JSONField(
+        default=dict, blank=True, help_text="Default generation settings (temperature, max tokens, ...)."
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def export_name(self) -> str:
+        """Name used in export column headers: spaces become '-' (ratings-export spec)."""
+        return self.name.replace(" ", "-")
+
+
+class Answer(models.Model):
+    question = models.ForeignKey(Question, on_delete=models.CASCADE, related_name="answers")
+    source = models.ForeignKey(AnswerSource, on_delete=models.PROTECT, related_name="answers")
+    text = models.TextField()
+    # Provenance: what produced this text, how and when.
+    model_name = models.CharField(max_length=200, blank=True)
+    prompt = models.TextField(blank=True, help_text="The exact prompt sent, when known.")
+    parameters = models.JSONField(default=dict, blank=True, help_text="Generation settings used.")
+    settings_hash = models.CharField(max_length=64, editable=False)
+    response_metadata = models.JSONField(default=dict, blank=True)
+    generated_at = models.DateTimeField(null=True, blank=True)
+    latency_ms = models.PositiveIntegerField(null=True, blank=True)
+    author = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="authored_answers",
+        help_text="For physician-written answers: the author (never assigned to rate their own answer).",
+    )
+    provenance_note = models.TextField(blank=True, help_text="Where the text came from, in words.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["question", "source"]
+        constraints = [
+            models.UniqueConstraint(fields=["question", "source", "settings_hash"], name="answer_unique_per_settings"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.source} → {self.question.external_id}"
+
+    def save(self, *args, **kwargs):
+        self.settings_hash = settings_fingerprint(self.parameters)
+        if kwargs.get("update_fields") is not None and "parameters" in kwargs["update_fields"]:
+            kwargs["update_fields"] = {*kwargs["update_fields"], "settings_hash"}
+        super().save(*args, **kwargs)
+
+
+class ImportJob(models.Model):
+    """One file uploaded by a coordinator, imported by a Celery task.
+
+    The file's bytes live on the row so that a worker on another machine can read them.
+    """
+
+    class Kind(models.TextChoices):
+        QUESTIONS = "questions", "Questions"
+        ANSWERS = "answers", "Answers"
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Waiting for a worker"
+        RUNNING = "running", "Running"
+        DONE = "done", "Imported"
+        FAILED = "failed", "Rejected"
+
+    kind = models.CharField(max_length=20, choices=Kind.choices)
+    filename = models.CharField(max_length=255)
+    content = models.BinaryField()
+    options = models.JSONField(default=dict, blank=True)
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.PENDING)
+    report = models.JSONField(default=dict, blank=True, help_text="Counts of what was created or found.")
+    errors = models.JSONField(default=list, blank=True, help_text="[{line, message}] when rejected.")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.get_kind_display()} import of {self.filename} ({self.get_status_display()})"
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in {self.Status.DONE, self.Status.FAILED}

@@ -1,0 +1,23 @@
+from django.contrib import admin
+
+from .models import RaterPool, RaterProfile
+
+
+@admin.register(RaterPool)
+class RaterPoolAdmin(admin.ModelAdmin):
+    list_display = ["name", "slug", "rater_count"]
+    search_fields = ["name", "slug"]
+    prepopulated_fields = {"slug": ["name"]}
+
+    @admin.display(description="Raters")
+    def rater_count(self, obj):
+        return obj.raters.count()
+
+
+@admin.register(RaterProfile)
+class RaterProfileAdmin(admin.ModelAdmin):
+    list_display = ["pseudonym", "user", "pool", "created_at"]
+    list_filter = ["pool"]
+    search_fields = ["pseudonym", "user__username", "user__email"]
+    list_select_related = ["user", "pool"]
+    raw_id_fields = ["user"]

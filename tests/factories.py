@@ -1,0 +1,85 @@
+import factory
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+
+from datasets.models import Answer, AnswerSource, CounterfactualPair, Dataset, Question
+from raters.models import RaterPool, RaterProfile
+from raters.roles import COORDINATOR, sync_role_groups
+
+PASSWORD = "a-long-test-password"
+
+
+class UserFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = get_user_model()
+        skip_postgeneration_save = True
+
+    username = factory.Sequence(lambda n: f"user{n}")
+    email = factory.LazyAttribute(lambda u: f"{u.username}@example.org")
+    password = factory.PostGenerationMethodCall("set_password", PASSWORD)
+
+    @factory.post_generation
+    def save_password(obj, create, extracted, **kwargs):
+        if create:
+            obj.save()
+
+
+class CoordinatorFactory(UserFactory):
+    is_staff = True
+
+    @factory.post_generation
+    def role(obj, create, extracted, **kwargs):
+        if create:
+            sync_role_groups()
+            obj.groups.add(Group.objects.get(name=COORDINATOR))
+
+
+class RaterFactory(UserFactory):
+    """A rater; RaterFactory(pool="consumer") puts them in another built-in pool."""
+
+    @factory.post_generation
+    def pool(obj, create, extracted, **kwargs):
+        if create:
+            RaterProfile.objects.create(user=obj, pool=RaterPool.objects.get(slug=extracted or "physician"))
+
+
+class DatasetFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Dataset
+
+    name = factory.Sequence(lambda n: f"Dataset {n}")
+
+
+class QuestionFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Question
+
+    dataset = factory.SubFactory(DatasetFactory)
+    external_id = factory.Sequence(str)
+    text = factory.Sequence(lambda n: f"What is the recommended treatment for condition {n}?")
+
+
+class CounterfactualPairFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = CounterfactualPair
+
+    dataset = factory.SubFactory(DatasetFactory)
+    question_1 = factory.SubFactory(QuestionFactory, dataset=factory.SelfAttribute("..dataset"))
+    question_2 = factory.SubFactory(QuestionFactory, dataset=factory.SelfAttribute("..dataset"))
+
+
+class AnswerSourceFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = AnswerSource
+
+    name = factory.Sequence(lambda n: f"Model {n}")
+    kind = AnswerSource.Kind.MODEL
+
+
+class AnswerFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Answer
+
+    question = factory.SubFactory(QuestionFactory)
+    source = factory.SubFactory(AnswerSourceFactory)
+    text = factory.Sequence(lambda n: f"Answer number {n}.")
