@@ -15,8 +15,10 @@ def read_input(path: str) -> bytes:
 
 
 def run_import(command, path: str, do_import) -> None:
+    """Call do_import(data=..., filename=...) on the file at path and print what it did."""
+    data = read_input(path)
     try:
-        report = do_import()
+        report = do_import(data=data, filename=Path(path).name)
     except ImportRejected as rejected:
         raise CommandError(f"{path}: {rejected.summary()}") from None
     for line in report.summary_lines():

@@ -1,4 +1,4 @@
-from pathlib import Path
+from functools import partial
 
 from django.core.management.base import BaseCommand
 
@@ -6,7 +6,7 @@ from datasets.importers.answers import AnswerOptions
 from datasets.models import AnswerSource
 from datasets.services import import_answers
 
-from ._options import read_input, run_import
+from ._options import run_import
 
 
 class Command(BaseCommand):
@@ -37,6 +37,4 @@ class Command(BaseCommand):
             answer_column=opts["answer_column"],
             provenance_note=opts["provenance"],
         )
-        path = opts["path"]
-        data = read_input(path)
-        run_import(self, path, lambda: import_answers(data=data, filename=Path(path).name, options=options))
+        run_import(self, opts["path"], partial(import_answers, options=options))

@@ -1,11 +1,11 @@
-from pathlib import Path
+from functools import partial
 
 from django.core.management.base import BaseCommand
 
 from datasets.importers.questions import FORMATS, QuestionOptions
 from datasets.services import import_questions
 
-from ._options import read_input, run_import
+from ._options import run_import
 
 
 class Command(BaseCommand):
@@ -34,5 +34,4 @@ class Command(BaseCommand):
             dataset_column=opts["dataset_column"],
         )
         for path in opts["paths"]:
-            data = read_input(path)
-            run_import(self, path, lambda: import_questions(data=data, filename=Path(path).name, options=options))
+            run_import(self, path, partial(import_questions, options=options))
