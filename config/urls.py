@@ -2,6 +2,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
+from config.health import healthz
 from raters import views as rater_views
 
 admin.site.site_header = "EquityRate administration"
@@ -13,4 +14,5 @@ urlpatterns = [
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("datasets/", include("datasets.urls")),
     path("admin/", admin.site.urls),
+    path("healthz", healthz, name="healthz"),
 ]

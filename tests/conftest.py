@@ -15,6 +15,16 @@ SHARED_DATASETS = REPO.parent / "shared" / "datasets"
 
 
 @pytest.fixture(scope="session")
+def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix):
+    """Give each test run its own database, so runs sharing one PostgreSQL server never collide."""
+    from django.conf import settings
+
+    default = settings.DATABASES["default"]
+    if default["ENGINE"].endswith("postgresql"):
+        default.setdefault("TEST", {})["NAME"] = f"test_{default['NAME']}_{os.getpid()}"
+
+
+@pytest.fixture(scope="session")
 def shared_datasets() -> Path:
     if not SHARED_DATASETS.is_dir():
         pytest.fail(f"the seed datasets are expected at {SHARED_DATASETS} (../shared beside the repository)")
