@@ -81,16 +81,27 @@ def celery_worker(django_db_setup, django_db_blocker, tmp_path_factory):
     )  # fmt: skip
     saved = {key: app.conf[key] for key in ("broker_url", "task_always_eager", "task_default_queue")}
     app.conf.update(broker_url=broker, task_always_eager=False, task_default_queue=queue)
+    _reset_connection_pools(app)
     try:
         _wait_for_worker(app, worker, f"{queue}@", log)
         yield worker
     finally:
         app.conf.update(saved)
+        _reset_connection_pools(app)
         worker.terminate()
         try:
             worker.wait(timeout=20)
         except subprocess.TimeoutExpired:
             worker.kill()
+
+
+def _reset_connection_pools(app) -> None:
+    # Even an eager .delay() opens a producer pool for the broker configured at that moment;
+    # drop it so the next call connects to the broker set now.
+    if app._pool is not None:
+        app._pool.force_close_all()
+        app._pool = None
+    app.amqp._producer_pool = None
 
 
 def _wait_for_worker(app, worker, name_prefix: str, log: Path) -> None:

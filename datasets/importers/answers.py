@@ -20,6 +20,7 @@ from .questions import ParsedQuestions, is_jsonl, table_records
 from .reading import decode_text
 from .report import ImportReport
 
+MAX_LATENCY_MS = 2**31 - 1
 PROVENANCE_COLUMNS = {"model", "prompt", "parameters", "generated_at", "latency_ms", "dataset"}
 
 
@@ -115,16 +116,15 @@ def _row(line: int, record: dict, options: AnswerOptions, parsed: ParsedQuestion
         return None
     generated_at = None
     if record.get("generated_at"):
-        generated_at = parse_datetime(str(record["generated_at"]))
+        generated_at = _datetime(str(record["generated_at"]))
         if generated_at is None:
             parsed.error(line, f"generated_at {record['generated_at']!r} is not an ISO 8601 date and time")
             return None
     latency = record.get("latency_ms")
     if latency not in (None, ""):
-        try:
-            latency = int(float(latency))
-        except ValueError:
-            parsed.error(line, f"latency_ms {latency!r} is not a number")
+        latency = _milliseconds(latency)
+        if latency is None:
+            parsed.error(line, f"latency_ms {record['latency_ms']!r} is not a number of milliseconds")
             return None
     used = PROVENANCE_COLUMNS | {options.question_id_column, options.question_column, options.answer_column}
     dataset = options.dataset or (record.get("dataset") or "").strip() or None
@@ -141,6 +141,22 @@ def _row(line: int, record: dict, options: AnswerOptions, parsed: ParsedQuestion
         latency_ms=latency if latency not in (None, "") else None,
         response_metadata={k: v for k, v in record.items() if k not in used and v not in ("", None)},
     )
+
+
+def _datetime(value: str):
+    try:
+        return parse_datetime(value)
+    except ValueError:  # Well formed but impossible, e.g. 30 February.
+        return None
+
+
+def _milliseconds(value) -> int | None:
+    try:
+        number = int(float(value))
+    except (ValueError, OverflowError):
+        return None
+    # The column is a PostgreSQL integer with a check for >= 0: out of range would fail the whole insert.
+    return number if 0 <= number <= MAX_LATENCY_MS else None
 
 
 def _source(options: AnswerOptions, report: ImportReport) -> AnswerSource:

@@ -115,7 +115,9 @@ def detect_format(text: str, filename: str, options: QuestionOptions) -> str:
         return "contextsrh"
     if stripped[: len(QPAIN_HEADER)] == QPAIN_HEADER:
         return "qpain"
-    if options.question_column in stripped:
+    # A pair or dataset column only exists in a table: without this, a header missing the question
+    # column would be imported as a header-less file, header row included.
+    if options.question_column in stripped or options.pair_column or options.dataset_column:
         return "table"
     return "headerless"
 

@@ -40,7 +40,8 @@ def _strip_trailing_blank_lines(text: str) -> str:
 
 def csv_rows(text: str) -> Iterator[tuple[int, list[str]]]:
     """Yield (first line of the record, cells); an empty record yields an empty list."""
-    reader = csv.reader(io.StringIO(_strip_trailing_blank_lines(text), newline=""))
+    # strict: an unclosed quote must not swallow the rest of the file into one cell.
+    reader = csv.reader(io.StringIO(_strip_trailing_blank_lines(text), newline=""), strict=True)
     last_line = 0
     while True:
         try:
@@ -48,7 +49,8 @@ def csv_rows(text: str) -> Iterator[tuple[int, list[str]]]:
         except StopIteration:
             return
         except csv.Error as exc:
-            raise ImportRejected([RowError(reader.line_num, f"malformed CSV: {exc}")]) from exc
+            message = f"malformed CSV ({exc}): check the quotes of the row starting on this line"
+            raise ImportRejected([RowError(last_line + 1, message)]) from exc
         yield last_line + 1, cells
         last_line = reader.line_num
 
