@@ -1,0 +1,33 @@
+from django.core.management.base import BaseCommand, CommandError
+
+from datasets.demo import seed_demo
+from datasets.importers import ImportRejected
+
+
+class Command(BaseCommand):
+    help = (
+        "Load the demo data (Q-Pain answers from deepseek-32k and the Q-Pain clinician reference, counterfactual "
+        "pairs, EquityMedQA samples) through the importers, and create one demo login per role. Idempotent: a "
+        "re-run adds nothing twice, but it RESETS every demo user's password to a new random one, because "
+        "passwords are stored only as hashes; each run prints the logins as 'login <role> <username> <password>'."
+    )
+
+    def handle(self, *args, **options):
+        try:
+            seed = seed_demo()
+        except ImportRejected as rejected:
+            raise CommandError(f"the committed demo data no longer imports: {rejected.summary()}") from None
+        for login in seed.logins:
+            self.stdout.write(f"login {login.role} {login.username} {login.password}")
+        for dataset in seed.datasets:
+            self.stdout.write(
+                f"dataset {dataset.name!r}: {dataset.questions} questions, {dataset.pairs} pairs, "
+                f"{dataset.answers} answers"
+            )
+        totals = [sum(getattr(d, field) for d in seed.datasets) for field in ("questions", "pairs", "answers")]
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"Demo ready: {len(seed.datasets)} datasets, {totals[0]} questions, {totals[1]} pairs, "
+                f"{totals[2]} answers, {len(seed.logins)} logins."
+            )
+        )

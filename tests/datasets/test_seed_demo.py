@@ -1,0 +1,177 @@
+"""`seed_demo`: real answers with provenance, pairs with answers on both sides, working logins, idempotent."""
+
+import csv
+import re
+import subprocess
+import sys
+from io import StringIO
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from django.core.management import call_command
+from django.test import Client
+
+from datasets.demo import CLINICIAN_REFERENCE, DEEPSEEK, DEMO_DATA, QPAIN_DEMO
+from datasets.models import Answer, AnswerSource, CounterfactualPair, Dataset, Question
+from raters.models import RaterProfile
+from tests.conftest import REPO
+
+pytestmark = pytest.mark.django_db
+
+LOGIN_LINE = re.compile(r"^login (coordinator|analyst|physician|equity_expert|consumer) (\S+) (\S+)$")
+
+
+@pytest.fixture(autouse=True)
+def fast_password_hashing(settings):
+    # The command hashes nine passwords per run; the default hasher is deliberately slow.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+def run_seed_demo() -> tuple[list[tuple[str, str, str]], str]:
+    out = StringIO()
+    call_command("seed_demo", stdout=out)
+    output = out.getvalue()
+    logins = [match.groups() for line in output.splitlines() if (match := LOGIN_LINE.match(line))]
+    return logins, output
+
+
+def row_counts() -> dict[str, int]:
+    models = [Dataset, Question, CounterfactualPair, AnswerSource, Answer, get_user_model(), RaterProfile, Group]
+    return {model.__name__: model.objects.count() for model in models}
+
+
+def test_prints_one_login_line_per_demo_user_for_every_role():
+    logins, output = run_seed_demo()
+
+    login_lines = [line for line in output.splitlines() if line.startswith("login ")]
+    assert len(logins) == len(login_lines) == 9
+    roles = [role for role, _, _ in logins]
+    assert roles.count("coordinator") == 1
+    assert roles.count("analyst") == 1
+    assert roles.count("physician") >= 2
+    assert roles.count("equity_expert") >= 2
+    assert roles.count("consumer") >= 3
+    assert len({username for _, username, _ in logins}) == len(logins)
+
+
+def test_printed_passwords_log_in_and_users_have_their_roles():
+    logins, _ = run_seed_demo()
+
+    for role, username, password in logins:
+        assert Client().login(username=username, password=password), username
+        user = get_user_model().objects.get(username=username)
+        assert password not in user.password  # stored hashed
+        if role in ("coordinator", "analyst"):
+            assert list(user.groups.values_list("name", flat=True)) == [role]
+            assert user.is_staff == (role == "coordinator")
+        else:
+            assert user.rater_profile.pool.slug == role
+            assert not user.is_staff
+
+
+def test_second_run_creates_nothing_and_resets_the_passwords():
+    first_logins, first_output = run_seed_demo()
+    counts = row_counts()
+
+    second_logins, second_output = run_seed_demo()
+
+    assert row_counts() == counts
+    assert [(r, u) for r, u, _ in second_logins] == [(r, u) for r, u, _ in first_logins]
+    for (_, username, old), (_, _, new) in zip(first_logins, second_logins, strict=True):
+        assert old != new
+        assert not Client().login(username=username, password=old)
+        assert Client().login(username=username, password=new)
+    summary = [line for line in first_output.splitlines() if not line.startswith("login ")]
+    assert summary == [line for line in second_output.splitlines() if not line.startswith("login ")]
+
+
+def test_summary_counts_the_demo_datasets():
+    _, output = run_seed_demo()
+
+    assert f"dataset '{QPAIN_DEMO}': 48 questions, 24 pairs, 96 answers" in output
+    assert "Demo ready: 8 datasets, 128 questions, 50 pairs, 96 answers, 9 logins." in output
+
+
+def test_every_qpain_demo_question_has_one_answer_from_each_of_the_two_sources():
+    run_seed_demo()
+
+    questions = Question.objects.filter(dataset__name=QPAIN_DEMO).prefetch_related("answers__source")
+    assert len(questions) == 48
+    for question in questions:
+        sources = sorted((answer.source.name, answer.source.kind) for answer in question.answers.all())
+        assert sources == [(CLINICIAN_REFERENCE, "physician"), (DEEPSEEK, "model")], question.external_id
+
+
+def test_every_demo_pair_has_a_deepseek_answer_to_both_questions():
+    run_seed_demo()
+
+    pairs = CounterfactualPair.objects.filter(dataset__name=QPAIN_DEMO).select_related("question_1", "question_2")
+    assert len(pairs) == 24
+    for pair in pairs:
+        first, second = pair.question_1, pair.question_2
+        assert first.metadata["vignette_idx"] == second.metadata["vignette_idx"]
+        assert first.metadata["context"] == second.metadata["context"]
+        assert (first.metadata["race"], first.metadata["gender"]) != (
+            second.metadata["race"],
+            second.metadata["gender"],
+        )
+        for question in (first, second):
+            assert question.answers.filter(source__name=DEEPSEEK).count() == 1, question.external_id
+
+
+def test_deepseek_answers_carry_model_prompt_parameters_and_log_probabilities():
+    run_seed_demo()
+
+    answers = Answer.objects.filter(source__name=DEEPSEEK).select_related("question")
+    assert answers.count() == 48
+    for answer in answers:
+        vignette, question = answer.question.text.split("\n\n")
+        assert answer.model_name == "deepseek-32k"
+        assert answer.parameters == {"temperature": 0, "max_tokens": 150}
+        # Three closed examples, then the open prompt for this very question.
+        assert answer.prompt.count("##\n\n") == 3
+        assert f"##\n\nVignette: {vignette}" in answer.prompt
+        assert answer.prompt.endswith(f"\nQuestion: {question}\nAnswer:")
+        assert answer.text.split("\n")[0] == answer.response_metadata["parsed_answer"] in ("Yes", "No")
+        assert "\nExplanation: " in answer.text
+        assert answer.response_metadata["log_probabilities"]["prob_yes"] <= 0  # natural logs of probabilities
+        assert "GiovanniBonadeo/Q_pain_analysis" in answer.response_metadata["source_file"]
+        assert "deepseek-32k" in answer.provenance_note
+
+
+def test_clinician_reference_is_filled_for_each_profile():
+    run_seed_demo()
+
+    answers = Answer.objects.filter(source__name=CLINICIAN_REFERENCE).select_related("question")
+    assert answers.count() == 48
+    for answer in answers:
+        assert answer.text.startswith("Yes. Dosage: Low (")
+        assert "Patient D" not in answer.text
+        assert "[" not in answer.text
+        assert answer.model_name == ""
+        assert "Q-Pain" in answer.provenance_note
+
+
+def test_equitymedqa_samples_are_loaded_with_their_licence():
+    run_seed_demo()
+
+    with (DEMO_DATA / "equitymedqa_paired_sample.csv").open(encoding="utf-8", newline="") as file:
+        pair_ids = {row["record_id"] for row in csv.DictReader(file)}
+    assert set(CounterfactualPair.objects.filter(external_id__in=pair_ids).values_list("external_id", flat=True)) == (
+        pair_ids
+    )
+    assert Question.objects.filter(external_id="equitymedqa_ehai_54", dataset__licence="CC BY 4.0").exists()
+    assert not Answer.objects.exclude(question__dataset__name=QPAIN_DEMO).exists()
+
+
+def test_committed_demo_data_is_what_the_script_derives(shared_datasets, tmp_path):
+    script = REPO / "scripts" / "make_demo_data.py"
+    subprocess.run(
+        [sys.executable, script, "--shared", shared_datasets, "--out", tmp_path], check=True, capture_output=True
+    )
+
+    derived = sorted(path.name for path in tmp_path.iterdir())
+    assert derived
+    for name in derived:
+        assert (tmp_path / name).read_bytes() == (DEMO_DATA / name).read_bytes(), name
