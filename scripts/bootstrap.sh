@@ -38,6 +38,8 @@ fi
 # Reinstall only when the requirements changed since the last install.
 stamp=".venv/.installed-$(basename "$requirements")"
 if [ ! -f "$stamp" ] || [ -n "$(find requirements*.txt -newer "$stamp" 2>/dev/null)" ]; then
-  .venv/bin/python -m pip install --quiet --disable-pip-version-check -r "$requirements"
+  # This machine's pip configuration names local indexes that may not exist: hide those warnings only.
+  .venv/bin/python -m pip install --quiet --disable-pip-version-check -r "$requirements" \
+    2> >(grep -v "is ignored: it is neither a file nor a directory" >&2)
   touch "$stamp"
 fi
