@@ -1,4 +1,5 @@
 from django.contrib import admin
+from django.db.models import Count
 
 from .models import Answer, AnswerSource, CounterfactualPair, Dataset, ImportJob, Question
 
@@ -8,9 +9,12 @@ class DatasetAdmin(admin.ModelAdmin):
     list_display = ["name", "licence", "question_count", "created_at"]
     search_fields = ["name", "description", "source"]
 
-    @admin.display(description="Questions")
+    def get_queryset(self, request):
+        return super().get_queryset(request).annotate(n_questions=Count("questions"))
+
+    @admin.display(description="Questions", ordering="n_questions")
     def question_count(self, obj):
-        return obj.questions.count()
+        return obj.n_questions
 
 
 @admin.register(Question)

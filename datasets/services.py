@@ -1,6 +1,10 @@
 """Importing questions and answers: the entry points for commands, upload pages and tasks."""
 
+from datetime import timedelta
+
+from django.conf import settings
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from .importers import ImportRejected, ImportReport
@@ -30,10 +34,15 @@ def start_import_job(*, kind: str, filename: str, data: bytes, options: dict, us
 
 
 def run_import_job(*, job_id: int) -> ImportJob | None:
-    """Claim a pending job and run it; a job another worker already claimed is left alone."""
-    claimed = ImportJob.objects.filter(id=job_id, status=ImportJob.Status.PENDING).update(
-        status=ImportJob.Status.RUNNING, started_at=timezone.now()
-    )
+    """Claim a pending job and run it; a job another worker is running is left alone.
+
+    A job still marked running after the task time limit belonged to a worker that died: the import is one
+    transaction, so nothing of it was written, and the redelivered task may run it again.
+    """
+    now = timezone.now()
+    stale = now - timedelta(seconds=settings.CELERY_TASK_TIME_LIMIT)
+    claimable = Q(status=ImportJob.Status.PENDING) | Q(status=ImportJob.Status.RUNNING, started_at__lt=stale)
+    claimed = ImportJob.objects.filter(claimable, id=job_id).update(status=ImportJob.Status.RUNNING, started_at=now)
     if not claimed:
         return None
     job = ImportJob.objects.get(id=job_id)

@@ -1,4 +1,5 @@
 from django.contrib import admin
+from django.db.models import Count
 
 from .models import RaterPool, RaterProfile
 
@@ -9,9 +10,12 @@ class RaterPoolAdmin(admin.ModelAdmin):
     search_fields = ["name", "slug"]
     prepopulated_fields = {"slug": ["name"]}
 
-    @admin.display(description="Raters")
+    def get_queryset(self, request):
+        return super().get_queryset(request).annotate(n_raters=Count("raters"))
+
+    @admin.display(description="Raters", ordering="n_raters")
     def rater_count(self, obj):
-        return obj.raters.count()
+        return obj.n_raters
 
 
 @admin.register(RaterProfile)

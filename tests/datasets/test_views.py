@@ -107,3 +107,25 @@ def test_import_status_is_for_coordinators_only(client, coordinator, physician):
     assert response.status_code == 200
     assert b'http-equiv="refresh"' in response.content  # pending jobs refresh themselves
     assert client.get(reverse("datasets:import_status", args=[job.pk + 1])).status_code == 404
+
+
+def test_a_job_left_running_by_a_dead_worker_is_run_again_after_the_time_limit(settings):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from datasets.services import run_import_job
+
+    stale_start = timezone.now() - timedelta(seconds=settings.CELERY_TASK_TIME_LIMIT + 60)
+    job = ImportJob.objects.create(
+        kind="questions", filename="q.csv", content=b"question\nIs this normal?\n",
+        options={"dataset": "Mine"}, status=ImportJob.Status.RUNNING, started_at=stale_start,
+    )  # fmt: skip
+    fresh = ImportJob.objects.create(
+        kind="questions", filename="q.csv", content=b"question\nAnother?\n",
+        options={"dataset": "Mine"}, status=ImportJob.Status.RUNNING, started_at=timezone.now(),
+    )  # fmt: skip
+
+    assert run_import_job(job_id=job.pk).status == ImportJob.Status.DONE
+    assert run_import_job(job_id=fresh.pk) is None  # another worker is on it
+    assert list(Question.objects.values_list("text", flat=True)) == ["Is this normal?"]
