@@ -1,7 +1,7 @@
 from django.contrib import admin
 from django.db.models import Count
 
-from .models import RaterPool, RaterProfile
+from .models import DemographicOption, Invitation, RaterBackground, RaterPool, RaterProfile
 
 
 @admin.register(RaterPool)
@@ -18,10 +18,38 @@ class RaterPoolAdmin(admin.ModelAdmin):
         return obj.n_raters
 
 
+class RaterBackgroundInline(admin.StackedInline):
+    model = RaterBackground
+    can_delete = False
+
+
 @admin.register(RaterProfile)
 class RaterProfileAdmin(admin.ModelAdmin):
-    list_display = ["pseudonym", "user", "pool", "created_at"]
-    list_filter = ["pool"]
-    search_fields = ["pseudonym", "user__username", "user__email"]
+    list_display = ["pseudonym", "user", "pool", "panel_participant_id", "consented_at", "completed_at",
+                    "dropped_out_at"]  # fmt: skip
+    list_filter = ["pool", ("completed_at", admin.EmptyFieldListFilter), ("dropped_out_at", admin.EmptyFieldListFilter)]
+    search_fields = ["pseudonym", "user__username", "user__email", "panel_participant_id"]
+    inlines = [RaterBackgroundInline]
     list_select_related = ["user", "pool"]
     raw_id_fields = ["user"]
+
+
+@admin.register(DemographicOption)
+class DemographicOptionAdmin(admin.ModelAdmin):
+    list_display = ["label", "field", "position"]
+    list_editable = ["position"]
+    list_filter = ["field"]
+    search_fields = ["label"]
+
+
+@admin.register(Invitation)
+class InvitationAdmin(admin.ModelAdmin):
+    list_display = ["token", "pool", "study", "note", "uses", "max_uses", "expires_at", "created_at"]
+    list_filter = ["pool", "study"]
+    search_fields = ["note", "token"]
+    readonly_fields = ["token", "uses", "created_by", "created_at"]
+
+    def save_model(self, request, obj, form, change):
+        if not change:
+            obj.created_by = request.user
+        super().save_model(request, obj, form, change)

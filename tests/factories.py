@@ -83,3 +83,57 @@ class AnswerFactory(factory.django.DjangoModelFactory):
     question = factory.SubFactory(QuestionFactory)
     source = factory.SubFactory(AnswerSourceFactory)
     text = factory.Sequence(lambda n: f"Answer number {n}.")
+
+
+def default_rubric_version(kind: str):
+    """The built-in EquityMedQA rubric of a kind, created by the studies migrations."""
+    from studies.models import RubricVersion
+
+    return RubricVersion.objects.get(rubric__kind=kind, rubric__name__startswith="EquityMedQA", number=1)
+
+
+class StudyFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = "studies.Study"
+
+    class Params:
+        kind = "independent"
+
+    name = factory.Sequence(lambda n: f"Study {n}")
+    rubric_version = factory.LazyAttribute(lambda o: default_rubric_version(o.kind))
+
+
+class IndependentItemFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = "studies.StudyItem"
+
+    study = factory.SubFactory(StudyFactory, kind="independent")
+    answer = factory.SubFactory(AnswerFactory)
+
+
+class PairwiseItemFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = "studies.StudyItem"
+
+    study = factory.SubFactory(StudyFactory, kind="pairwise")
+    question = factory.SubFactory(QuestionFactory)
+    answer_1 = factory.SubFactory(AnswerFactory, question=factory.SelfAttribute("..question"), source__name="Model A")
+    answer_2 = factory.SubFactory(AnswerFactory, question=factory.SelfAttribute("..question"), source__name="Model B")
+
+
+class CounterfactualItemFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = "studies.StudyItem"
+
+    study = factory.SubFactory(StudyFactory, kind="counterfactual")
+    pair = factory.SubFactory(CounterfactualPairFactory)
+    answer_1 = factory.SubFactory(AnswerFactory, question=factory.SelfAttribute("..pair.question_1"))
+    answer_2 = factory.SubFactory(AnswerFactory, question=factory.SelfAttribute("..pair.question_2"))
+
+
+class AssignmentFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = "studies.Assignment"
+
+    item = factory.SubFactory(IndependentItemFactory)
+    rater = factory.LazyFunction(lambda: RaterFactory().rater_profile)

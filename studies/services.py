@@ -1,0 +1,98 @@
+"""Rating workflows: show an item, autosave a draft, submit or revise a rating."""
+
+from django.core import signing
+from django.db import transaction
+from django.utils import timezone
+
+from .models import Assignment, Rating
+
+SHOWN_AT_SALT = "studies.item-shown-at"
+# A page left open longer than this without JavaScript counts at most this much active time.
+MAX_VIEW_SECONDS = 60 * 60
+
+
+class StudyLocked(Exception):
+    """The study is locked: its ratings can no longer change."""
+
+
+def sign_shown_at() -> str:
+    """A tamper-proof timestamp put in the form, so time on task is known even with JavaScript off."""
+    return signing.dumps(timezone.now().timestamp(), salt=SHOWN_AT_SALT)
+
+
+def view_seconds(shown_at_token: str) -> float | None:
+    try:
+        shown_at = signing.loads(shown_at_token, salt=SHOWN_AT_SALT, max_age=24 * 60 * 60)
+    except (signing.BadSignature, TypeError):
+        return None
+    return max(0.0, timezone.now().timestamp() - float(shown_at))
+
+
+def active_seconds_for_view(*, shown_at_token: str, reported_active: str | None) -> float:
+    """Active time of one page view: measured by the page's script when it ran, else the view's duration.
+
+    The script's figure is never trusted beyond the time the page was actually shown.
+    """
+    shown = view_seconds(shown_at_token)
+    ceiling = min(shown, MAX_VIEW_SECONDS) if shown is not None else MAX_VIEW_SECONDS
+    try:
+        active = float(reported_active) if reported_active not in (None, "") else None
+    except ValueError:
+        active = None
+    if active is None or active < 0:
+        return ceiling if shown is not None else 0.0
+    return min(active, shown if shown is not None else active)
+
+
+def save_draft(*, assignment: Assignment, draft: dict) -> None:
+    if assignment.item.study.is_locked:
+        raise StudyLocked
+    Assignment.objects.filter(pk=assignment.pk).update(draft=draft)
+
+
+def attention_check_result(item, values: dict) -> bool | None:
+    if not item.is_attention_check:
+        return None
+    return all(values.get(key) == expected for key, expected in item.expected_values.items())
+
+
+def submit_rating(*, assignment: Assignment, values: dict, active_seconds: float) -> Rating:
+    """Store a rating (or a revision: the earlier one stays, no longer current)."""
+    study = assignment.item.study
+    if study.is_locked:
+        raise StudyLocked
+    now = timezone.now()
+    with transaction.atomic():
+        locked = Assignment.objects.select_for_update().get(pk=assignment.pk)
+        previous = locked.ratings.filter(is_current=True).first()
+        if previous is not None:
+            previous.is_current = False
+            previous.save(update_fields=["is_current"])
+        locked.active_seconds += active_seconds
+        started = locked.first_viewed_at or locked.assigned_at
+        rating = Rating.objects.create(
+            assignment=locked,
+            rubric_version=study.rubric_version,
+            revision=previous.revision + 1 if previous else 1,
+            values=values,
+            swap_answers=locked.swap_answers,
+            active_seconds=locked.active_seconds,
+            wall_seconds=(now - started).total_seconds(),
+            attention_check_passed=attention_check_result(assignment.item, values),
+            submitted_at=now,
+        )
+        locked.status = Assignment.Status.SUBMITTED
+        locked.submitted_at = now
+        locked.draft = {}
+        locked.save(update_fields=["status", "submitted_at", "draft", "active_seconds"])
+    return rating
+
+
+def next_assignment(*, rater, after: Assignment | None = None) -> Assignment | None:
+    """The next item in the rater's queue that is not done, in queue order."""
+    pending = Assignment.objects.for_rater(rater).exclude(status=Assignment.Status.SUBMITTED)
+    pending = pending.filter(item__study__locked_at__isnull=True).order_by("position", "id")
+    if after is not None:
+        later = pending.filter(position__gt=after.position) | pending.filter(position=after.position, id__gt=after.id)
+        return later.order_by("position", "id").first() or pending.exclude(pk=after.pk).first()
+    return pending.first()
