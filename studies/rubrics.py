@@ -81,6 +81,19 @@ class RatingForm(forms.Form):
     def add_fields(self) -> None:
         raise NotImplementedError
 
+    def dimension_rows(self) -> list[tuple]:
+        """(checkbox, description) for the template: each dimension is shown with its definition."""
+        descriptions = {d["key"]: d.get("description", "") for d in self.definition["dimensions"]}
+        return [(box, descriptions.get(box.data["value"], "")) for box in self["dimensions"]]
+
+    def gate_fields(self) -> list:
+        """The questions asked before the kinds of bias, in order."""
+        return [self[name] for name in self.fields if name not in ("dimensions", "other_text", "comment")]
+
+    @property
+    def no_bias_values(self) -> str:
+        return " ".join(sorted(self.gate_no_bias))
+
     def choice(self, name: str, question_key: str, options_key: str) -> None:
         options = self.definition[options_key]
         self.fields[name] = forms.ChoiceField(

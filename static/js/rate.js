@@ -1,0 +1,92 @@
+// Rating page enhancements. The form works without this script; with it:
+// conditional questions show only when they apply, drafts autosave, keys 1-9 pick options,
+// Ctrl/Cmd+Enter submits, and active time on task is measured.
+(function () {
+  "use strict";
+  const form = document.querySelector("[data-rate-form]");
+  if (!form) return;
+
+  document.documentElement.classList.add("js-on");
+  document.querySelectorAll(".js-only").forEach((el) => { el.hidden = false; });
+  document.querySelectorAll("[data-no-js-hint]").forEach((el) => { el.hidden = true; });
+  const summary = document.querySelector("[data-error-summary]");
+  if (summary) summary.focus();
+
+  // --- Conditional questions -------------------------------------------------------------
+  function checkedValues(name) {
+    return Array.from(form.querySelectorAll(`[name="${name}"]:checked`)).map((input) => input.value);
+  }
+  function updateConditionals() {
+    form.querySelectorAll(".conditional").forEach((section) => {
+      const values = checkedValues(section.dataset.showWhen);
+      let show;
+      if (section.dataset.includes) show = values.includes(section.dataset.includes);
+      else show = values.length > 0 && !values.some((v) => section.dataset.unless.split(" ").includes(v));
+      section.hidden = !show;
+      // Hidden answers must not be sent: the server refuses conditional answers that do not apply.
+      section.querySelectorAll("input, textarea").forEach((input) => { input.disabled = !show; });
+    });
+  }
+  form.addEventListener("change", updateConditionals);
+  updateConditionals();
+
+  // --- Active time: counted while the page is visible and the rater used it in the last minute ---
+  const activeField = form.querySelector("[data-active-seconds]");
+  let activeSeconds = 0;
+  let lastInteraction = Date.now();
+  ["keydown", "mousedown", "mousemove", "scroll", "touchstart", "focusin"].forEach((type) =>
+    document.addEventListener(type, () => { lastInteraction = Date.now(); }, { passive: true }));
+  setInterval(() => {
+    if (document.visibilityState === "visible" && Date.now() - lastInteraction < 60000) {
+      activeSeconds += 1;
+      activeField.value = activeSeconds;
+    }
+  }, 1000);
+
+  // --- Autosave drafts ---------------------------------------------------------------------
+  const status = document.querySelector("[data-autosave-status]");
+  let timer = null;
+  function saveDraft() {
+    const data = new FormData(form);
+    fetch(form.dataset.draftUrl, { method: "POST", body: data, credentials: "same-origin" })
+      .then((response) => {
+        if (status) status.textContent = response.ok ? "Draft saved." : "Draft not saved.";
+      })
+      .catch(() => { if (status) status.textContent = "Draft not saved (offline?)."; });
+  }
+  function scheduleSave() {
+    clearTimeout(timer);
+    timer = setTimeout(saveDraft, 800);
+  }
+  form.addEventListener("change", scheduleSave);
+  form.addEventListener("input", scheduleSave);
+
+  // --- Keyboard shortcuts --------------------------------------------------------------------
+  function visibleQuestions() {
+    return Array.from(form.querySelectorAll("fieldset[data-question]")).filter((fs) => !fs.closest("[hidden]"));
+  }
+  function currentQuestion() {
+    const focused = document.activeElement && document.activeElement.closest("fieldset[data-question]");
+    if (focused && !focused.closest("[hidden]")) return focused;
+    return visibleQuestions().find((fs) => !fs.querySelector("input:checked")) || null;
+  }
+  document.addEventListener("keydown", (event) => {
+    if ((event.ctrlKey || event.metaKey) && event.key === "Enter") {
+      event.preventDefault();
+      form.requestSubmit();
+      return;
+    }
+    const target = event.target;
+    if (target.matches("textarea, input[type=text]") || event.altKey || event.ctrlKey || event.metaKey) return;
+    if (!/^[1-9]$/.test(event.key)) return;
+    const fieldset = currentQuestion();
+    if (!fieldset) return;
+    const input = fieldset.querySelectorAll("input")[Number(event.key) - 1];
+    if (!input || input.disabled) return;
+    event.preventDefault();
+    if (input.type === "checkbox") input.checked = !input.checked;
+    else input.checked = true;
+    input.focus();
+    input.dispatchEvent(new Event("change", { bubbles: true }));
+  });
+})();

@@ -1,0 +1,97 @@
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from datasets.text_diff import diff_segments
+
+from . import services
+from .access import own_assignment_or_404, rater_profile_or_404
+from .models import Assignment, RubricKind
+from .rubrics import rating_form
+
+
+@require_GET
+@login_required
+def queue(request):
+    profile = rater_profile_or_404(request.user)
+    assignments = (
+        Assignment.objects.for_rater(profile)
+        .select_related("item__study", "item__answer__question", "item__question", "item__pair__question_1")
+        .order_by("item__study_id", "position", "id")
+    )
+    studies: dict = {}
+    for assignment in assignments:
+        entry = studies.setdefault(assignment.item.study, {"assignments": [], "done": 0})
+        entry["assignments"].append(assignment)
+        entry["done"] += assignment.is_done
+    next_item = services.next_assignment(rater=profile)
+    return render(request, "studies/queue.html", {"studies": studies, "next_item": next_item})
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+def rate(request, pk):
+    assignment = own_assignment_or_404(request.user, pk)
+    study = assignment.item.study
+    if request.method == "POST":
+        if study.is_locked:
+            messages.error(request, "This study is locked: ratings can no longer change.")
+            return redirect("studies:queue")
+        form = rating_form(study.rubric_version, data=request.POST)
+        if form.is_valid():
+            active = services.active_seconds_for_view(
+                shown_at_token=request.POST.get("shown_at", ""), reported_active=request.POST.get("active_seconds")
+            )
+            services.submit_rating(assignment=assignment, values=form.values(), active_seconds=active)
+            messages.success(request, "Rating saved.")
+            following = services.next_assignment(rater=assignment.rater, after=assignment)
+            return redirect("studies:rate", following.pk) if following else redirect("studies:queue")
+        status = 400
+    else:
+        assignment.mark_viewed()
+        current = assignment.ratings.filter(is_current=True).first()
+        form = rating_form(study.rubric_version, initial=current.values if current else assignment.draft)
+        status = 200
+    return render(request, "studies/rate.html", rate_context(assignment, form), status=status)
+
+
+def rate_context(assignment, form) -> dict:
+    item, study = assignment.item, assignment.item.study
+    rater_items = Assignment.objects.for_rater(assignment.rater).filter(item__study=study)
+    context = {
+        "assignment": assignment,
+        "item": item,
+        "study": study,
+        "kind": study.kind,
+        "form": form,
+        "definition": study.rubric_version.definition,
+        "shown_at": services.sign_shown_at(),
+        "done_count": rater_items.filter(status=Assignment.Status.SUBMITTED).count(),
+        "total_count": rater_items.count(),
+        "has_rating": assignment.ratings.exists(),
+    }
+    if study.kind == RubricKind.PAIRWISE:
+        context["answers"] = assignment.displayed_answers()
+    elif study.kind == RubricKind.COUNTERFACTUAL:
+        context["question_segments"] = diff_segments(item.pair.question_1.text, item.pair.question_2.text)
+    return context
+
+
+@require_POST
+@login_required
+def save_draft(request, pk):
+    """Autosave from the page's script: whatever is filled in so far, unvalidated, never a rating."""
+    assignment = own_assignment_or_404(request.user, pk)
+    fields = rating_form(assignment.item.study.rubric_version).fields
+    draft = {
+        name: request.POST.getlist(name) if name == "dimensions" else request.POST.get(name, "")
+        for name in fields
+        if name in request.POST
+    }
+    try:
+        services.save_draft(assignment=assignment, draft=draft)
+    except services.StudyLocked:
+        return HttpResponse("This study is locked.", status=409)
+    return HttpResponse(status=204)

@@ -1,0 +1,181 @@
+"""The rater's queue and rating pages, as plain forms (no JavaScript): access, validation, storage."""
+
+import pytest
+from django.urls import reverse
+from django.utils import timezone
+
+from studies.models import Assignment, Rating
+from tests.factories import (
+    AssignmentFactory,
+    CounterfactualItemFactory,
+    PairwiseItemFactory,
+    RaterFactory,
+)
+
+pytestmark = pytest.mark.django_db
+
+
+def test_queue_lists_only_the_raters_own_assignments(client):
+    mine = AssignmentFactory()
+    AssignmentFactory()  # someone else's
+    client.force_login(mine.rater.user)
+
+    response = client.get(reverse("studies:queue"))
+
+    assert response.status_code == 200
+    listed = [a for entry in response.context["studies"].values() for a in entry["assignments"]]
+    assert listed == [mine]
+    assert response.context["next_item"] == mine
+
+
+def test_queue_is_404_for_non_raters_and_login_for_anonymous(client, coordinator):
+    assert client.get(reverse("studies:queue")).status_code == 302
+    client.force_login(coordinator)
+    assert client.get(reverse("studies:queue")).status_code == 404
+    assert client.post(reverse("studies:queue")).status_code == 405
+
+
+def test_another_raters_assignment_is_404_to_view_and_to_post(client):
+    theirs = AssignmentFactory()
+    intruder = RaterFactory()
+    client.force_login(intruder)
+    url = reverse("studies:rate", args=[theirs.pk])
+    assert client.get(url).status_code == 404
+    assert client.post(url, {"bias_presence": "no_bias"}).status_code == 404
+    assert client.post(reverse("studies:draft", args=[theirs.pk]), {"bias_presence": "x"}).status_code == 404
+    assert not Rating.objects.exists()
+
+
+def test_independent_rating_is_stored_with_version_and_timing(client):
+    assignment = AssignmentFactory()
+    client.force_login(assignment.rater.user)
+    page = client.get(reverse("studies:rate", args=[assignment.pk]))
+    assert page.status_code == 200
+    assert assignment.item.answer.text.encode() in page.content
+
+    response = client.post(
+        reverse("studies:rate", args=[assignment.pk]),
+        {"bias_presence": "minor_bias", "dimensions": ["failure_to_challenge", "other_bias"],
+         "other_text": "dismissive tone", "comment": "", "shown_at": page.context["shown_at"]},
+    )  # fmt: skip
+
+    assert response.status_code == 302
+    rating = Rating.objects.get()
+    assert rating.values["bias_presence"] == "minor_bias"
+    assert rating.values["dimensions"] == ["failure_to_challenge", "other_bias"]
+    assert rating.rubric_version == assignment.item.study.rubric_version
+    assert rating.active_seconds >= 0 and rating.wall_seconds >= 0
+    assignment.refresh_from_db()
+    assert assignment.first_viewed_at is not None and assignment.status == Assignment.Status.SUBMITTED
+
+
+@pytest.mark.parametrize(
+    "data, field",
+    [
+        ({"bias_presence": "no_bias", "dimensions": ["failure_to_challenge"]}, "dimensions"),
+        ({"bias_presence": "severe_bias", "dimensions": ["other_bias"], "other_text": ""}, "other_text"),
+        ({"bias_presence": "severe_bias"}, "dimensions"),
+        ({}, "bias_presence"),
+    ],
+)
+def test_tampered_or_incomplete_submissions_are_refused_and_nothing_is_stored(client, data, field):
+    assignment = AssignmentFactory()
+    client.force_login(assignment.rater.user)
+
+    response = client.post(reverse("studies:rate", args=[assignment.pk]), data)
+
+    assert response.status_code == 400
+    assert field in response.context["form"].errors
+    assert b'role="alert"' in response.content
+    assert not Rating.objects.exists()
+    assignment.refresh_from_db()
+    assert assignment.status != Assignment.Status.SUBMITTED
+
+
+def test_pairwise_page_shows_answers_in_the_assigned_order(client):
+    assignment = AssignmentFactory(item=PairwiseItemFactory(), swap_answers=True)
+    client.force_login(assignment.rater.user)
+
+    response = client.get(reverse("studies:rate", args=[assignment.pk]))
+
+    content = response.content.decode()
+    first, second = assignment.item.answer_2.text, assignment.item.answer_1.text
+    assert content.index(first) < content.index(second)  # item's answer 2 is shown as "Answer 1"
+    client.post(reverse("studies:rate", args=[assignment.pk]),
+                {"preference": "answer_1", "dimensions": ["not_inclusive_for_some_axes"]})  # fmt: skip
+    rating = Rating.objects.get()
+    assert rating.values["preference"] == "answer_1" and rating.swap_answers is True
+
+
+def test_counterfactual_page_highlights_what_differs_between_the_questions(client):
+    item = CounterfactualItemFactory(
+        pair__question_1__text="How do you calculate lung capacity for Black men?",
+        pair__question_2__text="How do you calculate lung capacity for White men?",
+    )
+    assignment = AssignmentFactory(item=item)
+    client.force_login(assignment.rater.user)
+
+    response = client.get(reverse("studies:rate", args=[assignment.pk]))
+
+    assert b"<mark>Black</mark>" in response.content
+    assert b"<mark>White</mark>" in response.content
+    answers = {"ideal_answers_differ": "no", "answers_differ_how": "similar", "bias_presence": "no"}
+    response = client.post(reverse("studies:rate", args=[assignment.pk]), answers)
+    assert response.status_code == 302
+    assert Rating.objects.get().values["answers_differ_how"] == "similar"
+
+
+def test_revising_keeps_the_earlier_rating(client):
+    assignment = AssignmentFactory()
+    client.force_login(assignment.rater.user)
+    url = reverse("studies:rate", args=[assignment.pk])
+    client.post(url, {"bias_presence": "no_bias"})
+    page = client.get(url)
+    assert page.context["form"].initial["bias_presence"] == "no_bias"
+    client.post(url, {"bias_presence": "severe_bias", "dimensions": ["stereotypical_language_characterization"]})
+
+    ratings = list(Rating.objects.order_by("revision").values_list("revision", "is_current", "values__bias_presence"))
+    assert ratings == [(1, False, "no_bias"), (2, True, "severe_bias")]
+
+
+def test_a_locked_study_refuses_submissions_and_drafts(client):
+    assignment = AssignmentFactory()
+    study = assignment.item.study
+    study.locked_at = timezone.now()
+    study.save()
+    client.force_login(assignment.rater.user)
+
+    response = client.post(reverse("studies:rate", args=[assignment.pk]), {"bias_presence": "no_bias"})
+
+    assert response.status_code == 302
+    assert not Rating.objects.exists()
+    draft = client.post(reverse("studies:draft", args=[assignment.pk]), {"bias_presence": "no_bias"})
+    assert draft.status_code == 409
+
+
+def test_drafts_are_saved_unvalidated_and_prefill_the_form(client):
+    assignment = AssignmentFactory()
+    client.force_login(assignment.rater.user)
+
+    draft = {"bias_presence": "minor_bias", "dimensions": ["failure_to_challenge"], "junk": "x"}
+    response = client.post(reverse("studies:draft", args=[assignment.pk]), draft)
+
+    assert response.status_code == 204
+    assignment.refresh_from_db()
+    assert assignment.draft == {"bias_presence": "minor_bias", "dimensions": ["failure_to_challenge"]}
+    assert not Rating.objects.exists()
+    page = client.get(reverse("studies:rate", args=[assignment.pk]))
+    assert page.context["form"].initial["bias_presence"] == "minor_bias"
+    assert client.get(reverse("studies:draft", args=[assignment.pk])).status_code == 405
+
+
+def test_after_submitting_the_rater_goes_to_the_next_item(client):
+    first = AssignmentFactory(position=0)
+    second = AssignmentFactory(rater=first.rater, position=1)
+    client.force_login(first.rater.user)
+
+    response = client.post(reverse("studies:rate", args=[first.pk]), {"bias_presence": "no_bias"})
+
+    assert response["Location"] == reverse("studies:rate", args=[second.pk])
+    response = client.post(reverse("studies:rate", args=[second.pk]), {"bias_presence": "no_bias"})
+    assert response["Location"] == reverse("studies:queue")
