@@ -2,6 +2,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from datasets.demo import seed_demo
 from datasets.importers import ImportRejected
+from studies.demo import seed_demo_studies
 
 
 class Command(BaseCommand):
@@ -17,6 +18,7 @@ class Command(BaseCommand):
             seed = seed_demo()
         except ImportRejected as rejected:
             raise CommandError(f"the committed demo data no longer imports: {rejected.summary()}") from None
+        studies = seed_demo_studies()
         for login in seed.logins:
             self.stdout.write(f"login {login.role} {login.username} {login.password}")
         for dataset in seed.datasets:
@@ -24,6 +26,15 @@ class Command(BaseCommand):
                 f"dataset {dataset.name!r}: {dataset.questions} questions, {dataset.pairs} pairs, "
                 f"{dataset.answers} answers"
             )
+        for demo in studies:
+            self.stdout.write(
+                f"study {demo.study.name!r} ({demo.study.kind}): {demo.items} items, {demo.assignments} assignments"
+            )
+        consumer_study = studies[0].study
+        self.stdout.write(
+            f"panel link (a new consumer from a crowd panel): /panel/{consumer_study.pk}/"
+            "?PROLIFIC_PID=DEMO-PARTICIPANT-1&STUDY_ID=demo&SESSION_ID=demo"
+        )
         totals = [sum(getattr(d, field) for d in seed.datasets) for field in ("questions", "pairs", "answers")]
         self.stdout.write(
             self.style.SUCCESS(

@@ -1,0 +1,43 @@
+"""The demo gives every demo rater a queue with all three rubric types (consumers: the independent one)."""
+
+import io
+
+import pytest
+from django.core.management import call_command
+
+from studies.models import Assignment, Study, StudyItem
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def seeded():
+    call_command("seed_demo", stdout=io.StringIO())
+
+
+def test_demo_has_one_study_per_rubric_with_valid_items(seeded):
+    assert sorted(Study.objects.values_list("rubric_version__rubric__kind", flat=True)) == [
+        "counterfactual", "independent", "pairwise",
+    ]  # fmt: skip
+    for item in StudyItem.objects.select_related("study__rubric_version__rubric"):
+        item.clean()  # raises if an item does not fit its study's rubric
+
+
+def test_every_demo_expert_has_items_of_every_rubric_and_consumers_the_independent_one(seeded):
+    kinds_by_pool: dict[str, set] = {}
+    for pool, kind in Assignment.objects.values_list("rater__pool__slug", "item__study__rubric_version__rubric__kind"):
+        kinds_by_pool.setdefault(pool, set()).add(kind)
+    assert kinds_by_pool["physician"] == kinds_by_pool["equity_expert"] == {"independent", "pairwise", "counterfactual"}
+    assert kinds_by_pool["consumer"] == {"independent"}
+
+
+def test_pairwise_display_order_is_counterbalanced_across_raters(seeded):
+    for item in StudyItem.objects.filter(study__rubric_version__rubric__kind="pairwise", assignments__isnull=False):
+        swaps = list(item.assignments.values_list("swap_answers", flat=True))
+        assert abs(swaps.count(True) - swaps.count(False)) <= 1
+
+
+def test_reseeding_adds_no_items_or_assignments(seeded):
+    before = (StudyItem.objects.count(), Assignment.objects.count())
+    call_command("seed_demo", stdout=io.StringIO())
+    assert (StudyItem.objects.count(), Assignment.objects.count()) == before
