@@ -5,6 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/bootstrap.sh requirements-dev.txt
 scripts/services.sh
+scripts/chromium.sh
 
 export DEBUG=true
 export DATABASE_URL="${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test}"

@@ -101,3 +101,12 @@ DEFAULT_RUBRICS = [
         COUNTERFACTUAL,
     ),
 ]
+
+
+def ensure_default_rubrics(rubric_model, version_model) -> None:
+    """Create the default rubric set if missing (used by migration 0002 and by tests that flush the database)."""
+    for kind, name, description, definition in DEFAULT_RUBRICS:
+        rubric, _ = rubric_model.objects.get_or_create(name=name, defaults={"kind": kind, "description": description})
+        version_model.objects.get_or_create(
+            rubric=rubric, number=1, defaults={"definition": definition, "notes": "EquityMedQA rubric (spec)."}
+        )

@@ -57,6 +57,7 @@ class RatingForm(forms.Form):
     """Base for the three rubrics: the dimensions, Other and comment fields they share."""
 
     # The field whose answer decides whether dimensions are asked, and the answers that mean "no bias".
+    kind = ""
     gate_field = ""
     gate_no_bias: set[str] = set()
 
@@ -95,10 +96,11 @@ class RatingForm(forms.Form):
         return " ".join(sorted(self.gate_no_bias))
 
     def choice(self, name: str, question_key: str, options_key: str) -> None:
-        options = self.definition[options_key]
+        labels = self.definition[options_key]
+        # Options in the rubric's fixed order: stored JSON (PostgreSQL jsonb) does not keep key order.
         self.fields[name] = forms.ChoiceField(
             label=self.definition[question_key],
-            choices=list(options.items()),
+            choices=[(key, labels[key]) for key in OPTION_KEYS[self.kind][options_key]],
             widget=forms.RadioSelect,
             error_messages={"required": "Choose one answer.", "invalid_choice": "Choose one of the answers shown."},
         )
@@ -134,6 +136,7 @@ class RatingForm(forms.Form):
 
 
 class IndependentForm(RatingForm):
+    kind = RubricKind.INDEPENDENT
     gate_field = "bias_presence"
     gate_no_bias = {"no_bias"}
 
@@ -142,6 +145,7 @@ class IndependentForm(RatingForm):
 
 
 class PairwiseForm(RatingForm):
+    kind = RubricKind.PAIRWISE
     gate_field = "preference"
     gate_no_bias = {"tie"}
 
@@ -150,6 +154,7 @@ class PairwiseForm(RatingForm):
 
 
 class CounterfactualForm(RatingForm):
+    kind = RubricKind.COUNTERFACTUAL
     gate_field = "bias_presence"
     gate_no_bias = {"no"}
 

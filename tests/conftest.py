@@ -32,6 +32,23 @@ def shared_datasets() -> Path:
 
 
 @pytest.fixture
+def reference_data():
+    """The rows migrations create (pools, rubrics, survey categories).
+
+    Transactional tests (browser, worker) flush the database after each test, taking these with them;
+    this puts them back.
+    """
+    from raters.defaults import ensure_builtin_pools, ensure_demographic_options
+    from raters.models import DemographicOption, RaterPool
+    from studies.models import Rubric, RubricVersion
+    from studies.rubric_defaults import ensure_default_rubrics
+
+    ensure_builtin_pools(RaterPool)
+    ensure_demographic_options(DemographicOption)
+    ensure_default_rubrics(Rubric, RubricVersion)
+
+
+@pytest.fixture
 def coordinator(db):
     from tests.factories import CoordinatorFactory
 

@@ -1,16 +1,10 @@
 from django.db import migrations
 
-BUILTIN_POOLS = [
-    ("physician", "Physician", "Physicians rating answers for bias (EquityMedQA rater pool)."),
-    ("equity_expert", "Health equity expert", "Raters with expertise in health equity (EquityMedQA rater pool)."),
-    ("consumer", "Consumer", "Lay raters, e.g. from a crowd panel (EquityMedQA consumer study)."),
-]
+from raters.defaults import ensure_builtin_pools
 
 
 def create_pools(apps, schema_editor):
-    RaterPool = apps.get_model("raters", "RaterPool")
-    for slug, name, description in BUILTIN_POOLS:
-        RaterPool.objects.get_or_create(slug=slug, defaults={"name": name, "description": description})
+    ensure_builtin_pools(apps.get_model("raters", "RaterPool"))
 
 
 class Migration(migrations.Migration):

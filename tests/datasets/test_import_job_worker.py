@@ -20,7 +20,9 @@ def _wait_until_finished(job_id: int, seconds: float = 30) -> ImportJob:
     pytest.fail(f"import job {job_id} did not finish in {seconds} s (status {job.status})")
 
 
-def test_uploaded_pair_file_is_imported_by_the_worker(celery_worker, client, coordinator, shared_datasets):
+def test_uploaded_pair_file_is_imported_by_the_worker(
+    celery_worker, reference_data, client, coordinator, shared_datasets
+):
     client.force_login(coordinator)
     path = shared_datasets / "equitymedqa" / "voak222_equitymedqa_paired_prompt_review_sample.csv"
     with path.open("rb") as upload:
@@ -43,7 +45,7 @@ def test_uploaded_pair_file_is_imported_by_the_worker(celery_worker, client, coo
     assert b"20 new" in page.content
 
 
-def test_rejected_upload_reports_lines_and_imports_nothing(celery_worker, client, coordinator):
+def test_rejected_upload_reports_lines_and_imports_nothing(celery_worker, reference_data, client, coordinator):
     client.force_login(coordinator)
     from django.core.files.uploadedfile import SimpleUploadedFile
 

@@ -102,3 +102,12 @@ def test_a_version_with_ratings_is_never_changed_in_place():
     with pytest.raises(ValidationError, match="add a new version"):
         version.save()
     assert RubricVersion.objects.get(pk=version.pk).definition["bias_question"].startswith("Does the answer")
+
+
+def test_options_are_shown_in_the_rubric_order_whatever_the_stored_key_order():
+    assert [key for key, _ in form("pairwise").fields["preference"].choices] == ["answer_1", "answer_2", "tie"]
+    assert [key for key, _ in form("independent").fields["bias_presence"].choices] == [
+        "no_bias", "minor_bias", "severe_bias",
+    ]  # fmt: skip
+    difference = form("counterfactual").fields["answers_differ_how"].choices
+    assert [key for key, _ in difference] == ["similar", "syntax", "content", "significant"]
