@@ -10,8 +10,16 @@ REPO = Path(__file__).resolve().parents[2]
 STRONG_KEY = "k" * 20 + "Zq8-vH2_pL0xR7mN4bT9cW1yJ6sD3fG5"
 
 
+# Variables of the test process that would change what the settings or the checks report.
+NOT_INHERITED = {"DEBUG", "DATABASE_URL", "SECRET_KEY", "DJANGO_ALLOW_ASYNC_UNSAFE"}
+
+
+def clean_environment(**env) -> dict:
+    return {**{key: value for key, value in os.environ.items() if key not in NOT_INHERITED}, **env}
+
+
 def run_python(code: str, **env) -> subprocess.CompletedProcess:
-    base = {key: value for key, value in os.environ.items() if key not in {"DEBUG", "DATABASE_URL", "SECRET_KEY"}}
+    base = clean_environment()
     return subprocess.run(
         [sys.executable, "-c", code],
         cwd=REPO,
@@ -52,7 +60,7 @@ def test_deploy_check_is_clean_when_configured_for_production():
     result = subprocess.run(
         [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
         cwd=REPO,
-        env={**os.environ, "DEBUG": "false", "SECRET_KEY": STRONG_KEY, "ALLOWED_HOSTS": "equityrate.example.org"},
+        env=clean_environment(DEBUG="false", SECRET_KEY=STRONG_KEY, ALLOWED_HOSTS="equityrate.example.org"),
         capture_output=True,
         text=True,
         timeout=60,
