@@ -1,5 +1,5 @@
 from django.contrib import admin
-from django.db.models import Count
+from django.db.models import Count, Q
 
 from .models import DemographicOption, Invitation, RaterBackground, RaterPool, RaterProfile
 
@@ -26,12 +26,23 @@ class RaterBackgroundInline(admin.StackedInline):
 @admin.register(RaterProfile)
 class RaterProfileAdmin(admin.ModelAdmin):
     list_display = ["pseudonym", "user", "pool", "panel_participant_id", "consented_at", "completed_at",
-                    "dropped_out_at"]  # fmt: skip
+                    "dropped_out_at", "failed_attention_checks"]  # fmt: skip
     list_filter = ["pool", ("completed_at", admin.EmptyFieldListFilter), ("dropped_out_at", admin.EmptyFieldListFilter)]
     search_fields = ["pseudonym", "user__username", "user__email", "panel_participant_id"]
     inlines = [RaterBackgroundInline]
     list_select_related = ["user", "pool"]
     raw_id_fields = ["user"]
+
+    def get_queryset(self, request):
+        failed = Count(
+            "assignments__ratings",
+            filter=Q(assignments__ratings__is_current=True, assignments__ratings__attention_check_passed=False),
+        )
+        return super().get_queryset(request).annotate(n_failed_checks=failed)
+
+    @admin.display(description="Failed attention checks", ordering="n_failed_checks")
+    def failed_attention_checks(self, obj):
+        return obj.n_failed_checks
 
 
 @admin.register(DemographicOption)

@@ -73,3 +73,18 @@ def test_healthz_answers_ok(client):
     response = client.get(reverse("healthz"))
     assert response.status_code == 200
     assert response.content == b"ok"
+
+
+def test_rater_list_in_the_admin_shows_failed_attention_checks(client, coordinator):
+    from studies.services import submit_rating
+    from tests.factories import AssignmentFactory, IndependentItemFactory
+
+    item = IndependentItemFactory(is_attention_check=True, expected_values={"bias_presence": "severe_bias"})
+    assignment = AssignmentFactory(item=item)
+    submit_rating(assignment=assignment, values={"bias_presence": "no_bias"}, active_seconds=1)
+    client.force_login(coordinator)
+
+    response = client.get(reverse("admin:raters_raterprofile_changelist"))
+
+    row = next(r for r in response.context["cl"].result_list if r.pk == assignment.rater.pk)
+    assert row.n_failed_checks == 1
