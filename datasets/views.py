@@ -1,10 +1,9 @@
-from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.db.models import Count, Q
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
-from raters.access import coordinator_required
+from raters.access import coordinator_required, study_team_required
 
 from . import services
 from .forms import AnswerImportForm, QuestionImportForm
@@ -12,7 +11,7 @@ from .models import Dataset, ImportJob
 
 
 @require_GET
-@login_required
+@study_team_required
 def dataset_list(request):
     datasets = Dataset.objects.annotate(
         question_count=Count("questions", distinct=True), pair_count=Count("pairs", distinct=True)
@@ -21,7 +20,7 @@ def dataset_list(request):
 
 
 @require_GET
-@login_required
+@study_team_required
 def dataset_detail(request, pk):
     dataset = get_object_or_404(Dataset, pk=pk)
     questions = dataset.questions.annotate(answer_count=Count("answers")).order_by("id")

@@ -5,6 +5,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from datasets.text_diff import diff_segments
+from raters.services import onboarding_step
 
 from . import services
 from .access import own_assignment_or_404, rater_profile_or_404
@@ -16,6 +17,8 @@ from .rubrics import rating_form
 @login_required
 def queue(request):
     profile = rater_profile_or_404(request.user)
+    if onboarding_step(profile):
+        return redirect("raters:onboarding")
     assignments = (
         Assignment.objects.for_rater(profile)
         .select_related("item__study", "item__answer__question", "item__question", "item__pair__question_1")
@@ -27,7 +30,8 @@ def queue(request):
         entry["assignments"].append(assignment)
         entry["done"] += assignment.is_done
     next_item = services.next_assignment(rater=profile)
-    return render(request, "studies/queue.html", {"studies": studies, "next_item": next_item})
+    context = {"studies": studies, "next_item": next_item, "is_panel_participant": bool(profile.panel_participant_id)}
+    return render(request, "studies/queue.html", context)
 
 
 @require_http_methods(["GET", "POST"])
@@ -35,6 +39,8 @@ def queue(request):
 def rate(request, pk):
     assignment = own_assignment_or_404(request.user, pk)
     study = assignment.item.study
+    if onboarding_step(assignment.rater):
+        return redirect("raters:onboarding")
     if request.method == "POST":
         if study.is_locked:
             messages.error(request, "This study is locked: ratings can no longer change.")
@@ -47,7 +53,11 @@ def rate(request, pk):
             services.submit_rating(assignment=assignment, values=form.values(), active_seconds=active)
             messages.success(request, "Rating saved.")
             following = services.next_assignment(rater=assignment.rater, after=assignment)
-            return redirect("studies:rate", following.pk) if following else redirect("studies:queue")
+            if following:
+                return redirect("studies:rate", following.pk)
+            if assignment.rater.panel_participant_id:
+                return redirect("raters:panel_done", study.pk)  # their completion code
+            return redirect("studies:queue")
         status = 400
     else:
         assignment.mark_viewed()

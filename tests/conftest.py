@@ -31,6 +31,12 @@ def shared_datasets() -> Path:
     return SHARED_DATASETS
 
 
+@pytest.fixture(autouse=True)
+def _fast_password_hashing(settings):
+    # Hashing strength is not under test; the default hasher makes each test user cost ~0.3 s.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
 @pytest.fixture
 def reference_data():
     """The rows migrations create (pools, rubrics, survey categories).

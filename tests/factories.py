@@ -43,6 +43,18 @@ class RaterFactory(UserFactory):
             RaterProfile.objects.create(user=obj, pool=RaterPool.objects.get(slug=extracted or "physician"))
 
 
+class OnboardedRaterFactory(RaterFactory):
+    """A rater who has consented (consumers) and answered the onboarding survey: ready to rate."""
+
+    @factory.post_generation
+    def onboarded(obj, create, extracted, **kwargs):
+        if create:
+            from django.utils import timezone
+
+            RaterProfile.objects.filter(user=obj).update(consented_at=timezone.now(), onboarded_at=timezone.now())
+            obj.rater_profile.refresh_from_db()
+
+
 class DatasetFactory(factory.django.DjangoModelFactory):
     class Meta:
         model = Dataset
@@ -136,4 +148,23 @@ class AssignmentFactory(factory.django.DjangoModelFactory):
         model = "studies.Assignment"
 
     item = factory.SubFactory(IndependentItemFactory)
-    rater = factory.LazyFunction(lambda: RaterFactory().rater_profile)
+    rater = factory.LazyFunction(lambda: OnboardedRaterFactory().rater_profile)
+
+
+class InvitationFactory(factory.django.DjangoModelFactory):
+    """An invitation to the physician pool; pass pool=RaterPool.objects.get(slug=...) for another."""
+
+    class Meta:
+        model = "raters.Invitation"
+
+    pool = factory.LazyFunction(lambda: RaterPool.objects.get(slug="physician"))
+
+
+class StudyPoolFactory(factory.django.DjangoModelFactory):
+    """The consumer pool taking part in a study (a crowd-panel study); pass pool=... for another."""
+
+    class Meta:
+        model = "studies.StudyPool"
+
+    study = factory.SubFactory(StudyFactory)
+    pool = factory.LazyFunction(lambda: RaterPool.objects.get(slug="consumer"))

@@ -9,8 +9,8 @@ from tests.factories import (
     AssignmentFactory,
     CounterfactualItemFactory,
     IndependentItemFactory,
+    OnboardedRaterFactory,
     PairwiseItemFactory,
-    RaterFactory,
     StudyFactory,
 )
 
@@ -19,7 +19,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
 def rater_with(pool: str, *items) -> tuple:
-    user = RaterFactory(pool=pool)
+    user = OnboardedRaterFactory(pool=pool)
     assignments = [AssignmentFactory(rater=user.rater_profile, item=item, position=i) for i, item in enumerate(items)]
     return user, assignments
 

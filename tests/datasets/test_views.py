@@ -10,10 +10,23 @@ from tests.factories import CounterfactualPairFactory, DatasetFactory, QuestionF
 pytestmark = pytest.mark.django_db
 
 
-def test_dataset_list_shows_counts_to_any_logged_in_user(client, physician):
+@pytest.fixture
+def analyst(db):
+    from django.contrib.auth.models import Group
+
+    from raters.roles import ANALYST, sync_role_groups
+    from tests.factories import UserFactory
+
+    sync_role_groups()
+    user = UserFactory()
+    user.groups.add(Group.objects.get(name=ANALYST))
+    return user
+
+
+def test_dataset_list_shows_counts_to_the_study_team(client, analyst):
     dataset = DatasetFactory(name="Equity in Health AI (EHAI)")
     QuestionFactory.create_batch(3, dataset=dataset)
-    client.force_login(physician)
+    client.force_login(analyst)
 
     response = client.get(reverse("datasets:list"))
 
@@ -30,19 +43,28 @@ def test_dataset_pages_send_anonymous_users_to_login(client):
         assert response["Location"].startswith(reverse("login"))
 
 
-def test_dataset_list_refuses_post(client, physician):
-    client.force_login(physician)
+def test_dataset_list_refuses_post(client, analyst):
+    client.force_login(analyst)
     assert client.post(reverse("datasets:list")).status_code == 405
 
 
-def test_dataset_detail_searches_questions_and_lists_pairs(client, physician):
+def test_raters_cannot_browse_datasets(client, physician):
+    dataset = DatasetFactory()
+    client.force_login(physician)
+    assert client.get(reverse("datasets:list")).status_code == 403
+    response = client.get(reverse("datasets:detail", args=[dataset.pk]))
+    assert response.status_code == 403
+    assert b"Only the study team" in response.content
+
+
+def test_dataset_detail_searches_questions_and_lists_pairs(client, analyst):
     pair = CounterfactualPairFactory(
         question_1__text="How do you calculate lung capacity for Black men?",
         question_2__text="How do you calculate lung capacity for White men?",
         difference="Black → White",
     )
     QuestionFactory(dataset=pair.dataset, text="Unrelated question about sleep")
-    client.force_login(physician)
+    client.force_login(analyst)
 
     response = client.get(reverse("datasets:detail", args=[pair.dataset.pk]), {"q": "lung capacity"})
 
@@ -51,8 +73,8 @@ def test_dataset_detail_searches_questions_and_lists_pairs(client, physician):
     assert b"Black \xe2\x86\x92 White" in response.content
 
 
-def test_dataset_detail_of_a_missing_dataset_is_404(client, physician):
-    client.force_login(physician)
+def test_dataset_detail_of_a_missing_dataset_is_404(client, analyst):
+    client.force_login(analyst)
     assert client.get(reverse("datasets:detail", args=[999999])).status_code == 404
 
 

@@ -179,3 +179,23 @@ def test_after_submitting_the_rater_goes_to_the_next_item(client):
     assert response["Location"] == reverse("studies:rate", args=[second.pk])
     response = client.post(reverse("studies:rate", args=[second.pk]), {"bias_presence": "no_bias"})
     assert response["Location"] == reverse("studies:queue")
+
+
+def test_raters_who_have_not_onboarded_are_sent_to_onboarding(client):
+    rater = RaterFactory(pool="consumer")  # not yet consented
+    assignment = AssignmentFactory(rater=rater.rater_profile)
+    client.force_login(rater)
+    assert client.get(reverse("studies:queue"))["Location"] == reverse("raters:onboarding")
+    assert client.get(reverse("studies:rate", args=[assignment.pk]))["Location"] == reverse("raters:onboarding")
+
+
+def test_a_panel_participant_finishing_their_last_item_goes_to_the_completion_page(client):
+    assignment = AssignmentFactory()
+    profile = assignment.rater
+    profile.panel_participant_id = "5f1c0ffee"
+    profile.save()
+    client.force_login(profile.user)
+
+    response = client.post(reverse("studies:rate", args=[assignment.pk]), {"bias_presence": "no_bias"})
+
+    assert response["Location"] == reverse("raters:panel_done", args=[assignment.item.study.pk])

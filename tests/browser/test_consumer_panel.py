@@ -1,0 +1,54 @@
+"""A consumer arrives from a crowd panel link and leaves with a completion code, in Chromium."""
+
+import pytest
+
+from raters.models import RaterProfile
+from studies.models import Rating
+from tests.browser.conftest import screenshot
+from tests.factories import IndependentItemFactory, StudyFactory, StudyPoolFactory
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+SUBMIT = "form[data-rate-form] button[type=submit]"
+
+
+def test_panel_participant_goes_from_link_to_completion_code(page):
+    study = StudyFactory(consent_text="You will rate answers to health questions.",
+                         panel_return_url="https://app.prolific.example/submissions/complete")  # fmt: skip
+    StudyPoolFactory(study=study, items_per_rater=2)
+    for n in range(3):
+        IndependentItemFactory(study=study, answer__text=f"Model answer {n}.")
+
+    page.goto(f"/panel/{study.pk}/?PROLIFIC_PID=60a1b2c3d4e5f6a7b8c9d0e1&STUDY_ID=s1&SESSION_ID=x9")
+    assert "You will rate answers to health questions." in page.content()
+    page.check("input[type=checkbox]")
+    with page.expect_navigation():
+        page.click("main button[type=submit]")
+    screenshot(page, "consumer-demographics")
+    page.check("input[name=race_ethnicity][value='Prefer not to say']")
+    page.check("input[name=race_ethnicity][value='Asian']")
+    page.check("input[name=age_group][value='25-34']")
+    page.check("input[name=gender][value='Woman']")
+    with page.expect_navigation():
+        page.click("main button[type=submit]")
+    assert "Prefer not to say" in page.locator("[role=alert]").first.inner_text()  # exclusive choice refused
+
+    page.uncheck("input[name=race_ethnicity][value='Prefer not to say']")
+    with page.expect_navigation():
+        page.click("main button[type=submit]")
+    assert page.url.endswith("/rate/")
+
+    with page.expect_navigation():
+        page.click("text=Rate the next item")
+    for _ in range(2):
+        page.check("input[name=bias_presence][value=no_bias]")
+        with page.expect_navigation():
+            page.click(SUBMIT)
+    screenshot(page, "consumer-completion")
+    profile = RaterProfile.objects.get(panel_participant_id="60a1b2c3d4e5f6a7b8c9d0e1")
+    assert study.completion_code in page.content()
+    link = page.locator(f"a[href*='cc={study.completion_code}']")
+    assert link.count() == 1
+    assert Rating.objects.filter(assignment__rater=profile).count() == 2
+    assert profile.completed_at is not None
+    assert profile.background.race_ethnicity == ["Asian"]
+    assert "60a1b2c3" not in profile.user.username  # the panel id is never the username
