@@ -33,30 +33,32 @@ def _reference_data(transactional_db, reference_data):
     """Browser tests run on a flushed database: restore the migrations' reference rows."""
 
 
-@pytest.fixture
-def page(browser, live_server):
-    context = browser.new_context(base_url=live_server.url, viewport={"width": 1100, "height": 900})
+def _open_page(browser, live_server, **context_options):
+    context = browser.new_context(base_url=live_server.url, **context_options)
     page = context.new_page()
     page.set_default_timeout(10_000)
+    return context, page
+
+
+@pytest.fixture
+def page(browser, live_server):
+    context, page = _open_page(browser, live_server, viewport={"width": 1100, "height": 900})
     yield page
     context.close()
 
 
 @pytest.fixture
 def page_without_js(browser, live_server):
-    context = browser.new_context(base_url=live_server.url, java_script_enabled=False)
-    page = context.new_page()
-    page.set_default_timeout(10_000)
+    context, page = _open_page(browser, live_server, java_script_enabled=False)
     yield page
     context.close()
 
 
 @pytest.fixture
 def phone_page(browser, live_server):
-    context = browser.new_context(base_url=live_server.url, viewport={"width": 390, "height": 844}, is_mobile=True,
-                                  has_touch=True)  # fmt: skip
-    page = context.new_page()
-    page.set_default_timeout(10_000)
+    context, page = _open_page(
+        browser, live_server, viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True
+    )
     yield page
     context.close()
 
