@@ -93,6 +93,9 @@ class Study(models.Model):
         blank=True, help_text="Where panel participants go when they finish, e.g. Prolific's completion link."
     )
     locked_at = models.DateTimeField(null=True, blank=True, help_text="Once locked, ratings can no longer change.")
+    claim_timeout_minutes = models.PositiveIntegerField(
+        default=24 * 60, help_text="An item claimed but not rated for this long returns to the pool."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -252,3 +255,27 @@ class Rating(models.Model):
 
     def __str__(self) -> str:
         return f"{self.assignment} r{self.revision}"
+
+
+class Slot(models.Model):
+    """One rating an item needs from one pool: replication 3 means three slots.
+
+    An item is assigned by claiming a free slot (row-locked), so no pool ever gets more ratings of an
+    item than its replication, even with many raters claiming at once. Withdrawing or expiring an
+    assignment frees its slot.
+    """
+
+    item = models.ForeignKey(StudyItem, on_delete=models.CASCADE, related_name="slots")
+    pool = models.ForeignKey(RaterPool, on_delete=models.PROTECT, related_name="+")
+    index = models.PositiveSmallIntegerField(help_text="0..replication-1; pairwise display order alternates with it.")
+    assignment = models.OneToOneField(Assignment, null=True, blank=True, on_delete=models.SET_NULL, related_name="slot")
+
+    class Meta:
+        ordering = ["item", "pool", "index"]
+        constraints = [models.UniqueConstraint(fields=["item", "pool", "index"], name="slot_unique_index")]
+        indexes = [
+            models.Index(fields=["pool", "item"], condition=Q(assignment__isnull=True), name="slot_free_by_pool"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.item} · {self.pool} #{self.index}"
