@@ -73,6 +73,10 @@ class RubricVersion(models.Model):
             raise ValidationError({"definition": problems})
 
 
+def random_shuffle_key() -> int:
+    return secrets.randbelow(2**31)
+
+
 def new_completion_code() -> str:
     return secrets.token_hex(4).upper()
 
@@ -199,6 +203,9 @@ class Assignment(models.Model):
     draft = models.JSONField(default=dict, blank=True, help_text="Autosaved, not yet submitted answers.")
     active_seconds = models.FloatField(default=0, help_text="Time the page was visible and in use.")
     assigned_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField(
+        null=True, blank=True, help_text="Claimed items not rated by then return to the pool; empty: never."
+    )
     first_viewed_at = models.DateTimeField(null=True, blank=True)
     submitted_at = models.DateTimeField(null=True, blank=True)
 
@@ -268,6 +275,9 @@ class Slot(models.Model):
     item = models.ForeignKey(StudyItem, on_delete=models.CASCADE, related_name="slots")
     pool = models.ForeignKey(RaterPool, on_delete=models.PROTECT, related_name="+")
     index = models.PositiveSmallIntegerField(help_text="0..replication-1; pairwise display order alternates with it.")
+    # Random but fixed: claims take free slots in (index, shuffle_key) order, an indexed random draw that
+    # gives every item its first rating before any item gets a second.
+    shuffle_key = models.PositiveIntegerField(default=random_shuffle_key)
     assignment = models.OneToOneField(Assignment, null=True, blank=True, on_delete=models.SET_NULL, related_name="slot")
 
     class Meta:

@@ -1,13 +1,10 @@
 """Rating workflows: show an item, autosave a draft, submit or revise a rating."""
 
-import random
-
 from django.core import signing
 from django.db import transaction
-from django.db.models import Count, Q
 from django.utils import timezone
 
-from .models import Assignment, Rating
+from .models import Assignment, Rating, Slot
 
 SHOWN_AT_SALT = "studies.item-shown-at"
 # A page left open longer than this without JavaScript counts at most this much active time.
@@ -101,28 +98,18 @@ def next_assignment(*, rater, after: Assignment | None = None) -> Assignment | N
     return pending.first()
 
 
-def draw_items_for_rater(*, study, rater, count: int, rng=None) -> list[Assignment]:
-    """Give a rater `count` items of a study they do not have yet, least-rated items first (random among equals).
+def draw_items_for_rater(*, study, rater, count: int) -> list[Assignment]:
+    """Give a rater `count` items of a study (crowd-panel consumers rate k drawn items each).
 
-    Used for crowd-panel consumers, who each rate k randomly drawn items. Pairwise display order is
-    randomised per assignment. Idempotent: a rater who already holds `count` items of the study gets no more.
+    Least-rated items first, random among equals, safe under concurrency (see assignment.claim_items).
+    Idempotent: a rater who already holds `count` items of the study gets no more.
     """
-    rng = rng or random.SystemRandom()
-    with transaction.atomic():
-        held = Assignment.objects.for_rater(rater).filter(item__study=study)
-        missing = count - held.count()
-        if missing <= 0:
-            return list(held)
-        candidates = list(
-            study.items.exclude(assignments__rater=rater)
-            .annotate(n=Count("assignments", filter=~Q(assignments__status=Assignment.Status.WITHDRAWN)))
-            .values_list("id", "n")
-        )
-        rng.shuffle(candidates)
-        chosen = [item_id for item_id, _ in sorted(candidates, key=lambda pair: pair[1])[:missing]]
-        start = held.count()
-        Assignment.objects.bulk_create(
-            Assignment(item_id=item_id, rater=rater, position=start + i, swap_answers=rng.random() < 0.5)
-            for i, item_id in enumerate(chosen)
-        )
+    from .assignment import claim_items, create_slots
+
+    held = Assignment.objects.for_rater(rater).filter(item__study=study)
+    missing = count - held.count()
+    if missing > 0:
+        if not Slot.objects.filter(item__study=study).exists():
+            create_slots(study=study)
+        claim_items(study=study, rater=rater, count=missing)
     return list(Assignment.objects.for_rater(rater).filter(item__study=study))

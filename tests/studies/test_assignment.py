@@ -1,0 +1,209 @@
+"""The assignment engine: items from datasets x sources, exact replication per pool, balanced load,
+counterbalanced pairwise order, never the same item twice or one's own answer, safe concurrent claims."""
+
+import threading
+from collections import Counter
+from datetime import timedelta
+
+import pytest
+from django.db import connection, connections
+from django.utils import timezone
+
+from raters.models import RaterPool
+from studies.assignment import (
+    AssignmentError,
+    assign_study,
+    build_items,
+    claim_items,
+    create_slots,
+    expire_stale_claims,
+    reassign_assignment,
+    withdraw_assignment,
+)
+from studies.models import Assignment, Slot, StudyItem, StudyPool
+from tests.factories import (
+    AnswerFactory,
+    AnswerSourceFactory,
+    CounterfactualPairFactory,
+    DatasetFactory,
+    OnboardedRaterFactory,
+    QuestionFactory,
+    StudyFactory,
+)
+
+
+def pool(slug: str) -> RaterPool:
+    return RaterPool.objects.get(slug=slug)
+
+
+def study_with_items(kind="independent", n_items=6, replication=3, pools=("physician",), **study_kwargs):
+    study = StudyFactory(kind=kind, **study_kwargs)
+    for slug in pools:
+        StudyPool.objects.create(study=study, pool=pool(slug), replication=replication)
+    dataset = DatasetFactory()
+    sources = [AnswerSourceFactory(), AnswerSourceFactory()]
+    for _ in range(n_items):
+        question = QuestionFactory(dataset=dataset)
+        for source in sources:
+            AnswerFactory(question=question, source=source)
+    ids = [sources[0].id] if kind != "pairwise" else [s.id for s in sources]
+    build_items(study=study, dataset_ids=[dataset.id], source_ids=ids)
+    return study
+
+
+def raters(slug: str, n: int):
+    return [OnboardedRaterFactory(pool=slug).rater_profile for _ in range(n)]
+
+
+@pytest.mark.django_db
+def test_items_are_built_from_datasets_and_sources_once():
+    dataset = DatasetFactory()
+    a, b = AnswerSourceFactory(name="Med-PaLM 2"), AnswerSourceFactory(name="Med-PaLM")
+    for _ in range(3):
+        question = QuestionFactory(dataset=dataset)
+        AnswerFactory(question=question, source=a)
+        AnswerFactory(question=question, source=b)
+    QuestionFactory(dataset=dataset)  # unanswered: no item
+    pair = CounterfactualPairFactory(dataset=dataset)
+    AnswerFactory(question=pair.question_1, source=a)
+    AnswerFactory(question=pair.question_2, source=a)
+
+    independent, pairwise, counterfactual = (
+        StudyFactory(kind=k) for k in ("independent", "pairwise", "counterfactual")
+    )
+    assert build_items(study=independent, dataset_ids=[dataset.id], source_ids=[a.id]) == 5
+    assert build_items(study=pairwise, dataset_ids=[dataset.id], source_ids=[a.id, b.id]) == 3
+    assert build_items(study=counterfactual, dataset_ids=[dataset.id], source_ids=[a.id]) == 1
+    assert build_items(study=independent, dataset_ids=[dataset.id], source_ids=[a.id]) == 0  # idempotent
+    for item in StudyItem.objects.all():
+        item.clean()
+    with pytest.raises(AssignmentError, match="exactly two"):
+        build_items(study=pairwise, dataset_ids=[dataset.id], source_ids=[a.id])
+
+
+@pytest.mark.django_db
+def test_slots_follow_replication_and_a_raised_replication_adds_slots():
+    study = study_with_items(n_items=4, replication=3, pools=("physician", "equity_expert"))
+    assert Slot.objects.filter(item__study=study).count() == 4 * 3 * 2
+    StudyPool.objects.filter(study=study, pool__slug="physician").update(replication=5)
+    assert create_slots(study=study) == 4 * 2
+    assert create_slots(study=study) == 0
+
+
+@pytest.mark.django_db
+def test_assign_study_meets_replication_exactly_and_balances_load():
+    study = study_with_items(n_items=10, replication=3)
+    team = raters("physician", 4)
+
+    report = assign_study(study=study, pool_id=pool("physician").id)
+
+    assert report.assigned == 30 and report.unassignable == 0
+    per_item = Counter(Assignment.objects.filter(item__study=study).values_list("item_id", flat=True))
+    assert set(per_item.values()) == {3}
+    loads = Counter(Assignment.objects.filter(item__study=study).values_list("rater_id", flat=True))
+    assert max(loads.values()) - min(loads.values()) <= 1
+    assert len(loads) == len(team)
+    assert assign_study(study=study, pool_id=pool("physician").id).assigned == 0  # nothing left to give
+
+
+@pytest.mark.django_db
+def test_a_rater_never_gets_an_item_twice_nor_one_with_their_own_answer():
+    study = study_with_items(n_items=3, replication=3)
+    team = raters("physician", 3)
+    author = team[0]
+    own = StudyItem.objects.filter(study=study).first()
+    own.answer.author = author.user
+    own.answer.save()
+
+    report = assign_study(study=study, pool_id=pool("physician").id)
+
+    assert not Assignment.objects.filter(item=own, rater=author).exists()
+    assert report.unassignable == 1  # only two other raters can take the item's three slots
+    pairs = Assignment.objects.values_list("item_id", "rater_id")
+    assert len(pairs) == len(set(pairs))
+    assert not claim_items(study=study, rater=author, count=5)
+
+
+@pytest.mark.django_db
+def test_pairwise_display_order_is_counterbalanced_across_each_items_raters():
+    study = study_with_items(kind="pairwise", n_items=6, replication=4)
+    raters("physician", 5)
+    assign_study(study=study, pool_id=pool("physician").id)
+    for item in StudyItem.objects.filter(study=study):
+        swaps = Counter(item.assignments.values_list("swap_answers", flat=True))
+        assert swaps[True] == swaps[False] == 2
+
+
+@pytest.mark.django_db
+def test_claims_cover_every_item_once_before_any_item_twice():
+    study = study_with_items(n_items=10, replication=3, pools=("consumer",))
+    claimed = [claim_items(study=study, rater=r, count=1)[0].item_id for r in raters("consumer", 10)]
+    assert sorted(claimed) == sorted(StudyItem.objects.filter(study=study).values_list("id", flat=True))
+
+
+@pytest.mark.django_db
+def test_stale_claims_return_to_the_pool():
+    study = study_with_items(n_items=1, replication=1, pools=("consumer",), claim_timeout_minutes=30)
+    first, second = raters("consumer", 2)
+    [claim] = claim_items(study=study, rater=first, count=1)
+    assert claim_items(study=study, rater=second, count=1) == []
+
+    assert expire_stale_claims(study=study, now=timezone.now() + timedelta(minutes=31)) == 1
+
+    claim.refresh_from_db()
+    assert claim.status == Assignment.Status.WITHDRAWN
+    assert [a.rater for a in claim_items(study=study, rater=second, count=1)] == [second]
+
+
+@pytest.mark.django_db
+def test_coordinator_can_withdraw_and_reassign():
+    study = study_with_items(n_items=1, replication=1)
+    first, second = raters("physician", 2)
+    assign_study(study=study, pool_id=pool("physician").id)
+    assignment = Assignment.objects.get(item__study=study)
+    other = second if assignment.rater == first else first
+
+    moved = reassign_assignment(assignment=assignment, to_rater=other)
+
+    assignment.refresh_from_db()
+    assert assignment.status == Assignment.Status.WITHDRAWN
+    assert moved.rater == other and moved.slot.item == assignment.item
+    consumer = raters("consumer", 1)[0]
+    with pytest.raises(AssignmentError, match="same rater pool"):
+        reassign_assignment(assignment=moved, to_rater=consumer)
+    withdraw_assignment(assignment=moved)
+    assert Slot.objects.get(item__study=study).assignment is None
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_claimers_never_push_an_item_past_its_replication(reference_data):
+    """Real concurrent clients: threads with their own PostgreSQL connections claim at once."""
+    if connection.vendor != "postgresql":
+        pytest.fail("this test needs PostgreSQL (SKIP LOCKED)")
+    study = study_with_items(n_items=15, replication=3, pools=("consumer",))
+    claimers = raters("consumer", 24)
+    barrier = threading.Barrier(len(claimers))
+    errors = []
+
+    def claim_until_full(rater):
+        try:
+            barrier.wait()
+            while claim_items(study=study, rater=rater, count=1):
+                pass
+        except Exception as error:  # surfaced below
+            errors.append(error)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=claim_until_full, args=(r,)) for r in claimers]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+
+    assert errors == []
+    per_item = Counter(Assignment.objects.filter(item__study=study).values_list("item_id", flat=True))
+    assert set(per_item.values()) == {3} and len(per_item) == 15
+    pairs = list(Assignment.objects.values_list("item_id", "rater_id"))
+    assert len(pairs) == len(set(pairs))
+    assert not Slot.objects.filter(item__study=study, assignment__isnull=True).exists()
