@@ -67,6 +67,9 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "drf_spectacular",
     "datasets",
     "raters",
     "studies",
@@ -145,6 +148,34 @@ STORAGES = {
             if DEBUG
             else "whitenoise.storage.CompressedManifestStaticFilesStorage"
         )
+    },
+}
+
+# The JSON API (/api/): scripts and notebooks send a token (POST /api/auth/token/), browsers their session.
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_PAGINATION_CLASS": "config.rest.PageNumberPagination",
+    "PAGE_SIZE": 50,
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "EquityRate API",
+    "DESCRIPTION": "Datasets, studies, assignments and ratings of EquityRate's human rating studies.",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    # Upload and write bodies differ from what is read back: separate request and response components.
+    "COMPONENT_SPLIT_REQUEST": True,
+    # Several models have a "kind" or "status": give each choice set its own name.
+    "ENUM_NAME_OVERRIDES": {
+        "RubricKindEnum": "studies.models.RubricKind",
+        "AssignmentStatusEnum": "studies.models.Assignment.Status",
+        "AnswerSourceKindEnum": "datasets.models.AnswerSource.Kind",
+        "ImportJobKindEnum": "datasets.models.ImportJob.Kind",
+        "ImportJobStatusEnum": "datasets.models.ImportJob.Status",
     },
 }
 

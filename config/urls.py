@@ -13,8 +13,10 @@ urlpatterns = [
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("datasets/", include("datasets.urls")),
+    path("studies/", include("studies.coordination_urls")),
     path("rate/", include("studies.urls")),
     path("", include("raters.urls")),
+    path("api/", include("config.api")),
     path("admin/", admin.site.urls),
     path("healthz", healthz, name="healthz"),
 ]

@@ -14,4 +14,12 @@ export TEST_CELERY_BROKER_URL="${TEST_CELERY_BROKER_URL:-redis://127.0.0.1:6379/
 unset CELERY_BROKER_URL
 
 # pytest exits 5 when it collects no tests: that is a failure here, not a pass.
-exec .venv/bin/python -m pytest "$@"
+.venv/bin/python -m pytest "$@"
+
+if [ $# -eq 0 ]; then
+  # The demo runs on SQLite: check the parts it uses (importers, demo seed, assignment, rating pages) there too.
+  echo "Again on SQLite (the demo's embedded default):"
+  DATABASE_URL="" VAR_DIR="$(mktemp -d)" .venv/bin/python -m pytest -q -p no:cacheprovider \
+    -m "not integration and not browser and not postgresql" \
+    tests/datasets/test_seed_demo.py tests/studies tests/raters/test_panel_flow.py
+fi

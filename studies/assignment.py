@@ -13,7 +13,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import timedelta
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Max, Q
 from django.utils import timezone
 
@@ -91,20 +91,41 @@ def create_slots(*, study: Study) -> int:
     """One slot per (item, pool, replication index); idempotent, and a raised replication adds slots."""
     created = 0
     for study_pool in study.study_pools.all():
+        if connection.vendor == "postgresql":
+            created += _insert_slots_postgresql(study, study_pool)
+            continue
         have = dict(
-            Slot.objects.filter(item__study=study, pool_id=study_pool.pool_id)
-            .values_list("item_id")
-            .annotate(n=Max("index"))
+            Slot.objects.filter(study=study, pool_id=study_pool.pool_id).values_list("item_id").annotate(n=Max("index"))
         )
         batch = []
         for item_id in study.items.values_list("id", flat=True).iterator(chunk_size=BATCH):
             start = have[item_id] + 1 if item_id in have else 0
-            batch.extend(Slot(item_id=item_id, pool_id=study_pool.pool_id, index=i)
+            batch.extend(Slot(study=study, item_id=item_id, pool_id=study_pool.pool_id, index=i)
                          for i in range(start, study_pool.replication))  # fmt: skip
             if len(batch) >= BATCH:
                 created += len(Slot.objects.bulk_create(batch, ignore_conflicts=True))
                 batch = []
         created += len(Slot.objects.bulk_create(batch, ignore_conflicts=True))
+    return created
+
+
+def _insert_slots_postgresql(study: Study, study_pool) -> int:
+    # Hundreds of thousands of slots: one INSERT ... SELECT instead of Python objects, then fresh planner
+    # statistics so that claims walk the free-slot index.
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            INSERT INTO {Slot._meta.db_table} (study_id, item_id, pool_id, index, shuffle_key)
+            SELECT %s, item.id, %s, g.index, floor(random() * 2147483647)::int
+            FROM {StudyItem._meta.db_table} AS item CROSS JOIN generate_series(0, %s - 1) AS g(index)
+            WHERE item.study_id = %s
+            ON CONFLICT (item_id, pool_id, index) DO NOTHING
+            """,
+            [study.id, study_pool.pool_id, study_pool.replication, study.id],
+        )
+        created = cursor.rowcount
+        if created > 10_000:
+            cursor.execute(f"ANALYZE {Slot._meta.db_table}")
     return created
 
 
@@ -149,8 +170,8 @@ def assign_study(*, study: Study, pool_id: int) -> AssignReport:
         raise AssignmentError("This pool has no raters yet: invite some first.")
     with transaction.atomic():
         slots = list(
-            Slot.objects.select_for_update(skip_locked=True, of=("self",))
-            .filter(item__study=study, pool_id=pool_id, assignment__isnull=True)
+            Slot.objects.select_for_update(skip_locked=True)
+            .filter(study=study, pool_id=pool_id, assignment__isnull=True)
             .order_by("item_id", "index")
             .values_list("id", "item_id", "index")
         )
@@ -203,9 +224,24 @@ def _create_assignments(study, chosen, positions, expires_at=None) -> list[Assig
         )
         positions[rater_id] += 1
     Assignment.objects.bulk_create(assignments, batch_size=BATCH)
-    slots = [Slot(id=slot_id, assignment_id=a.id) for (slot_id, *_), a in zip(chosen, assignments, strict=True)]
-    Slot.objects.bulk_update(slots, ["assignment"], batch_size=BATCH)
+    links = [(slot_id, a.id) for (slot_id, *_), a in zip(chosen, assignments, strict=True)]
+    _link_slots(links)
     return assignments
+
+
+def _link_slots(links: list[tuple[int, int]]) -> None:
+    """Point each slot at its new assignment: one UPDATE ... FROM (VALUES ...) per batch (bulk_update's
+    CASE expressions grow quadratically)."""
+    table = Slot._meta.db_table
+    with connection.cursor() as cursor:
+        for start in range(0, len(links), 1000):
+            batch = links[start : start + 1000]
+            values = ", ".join(["(%s, %s)"] * len(batch))
+            # VALUES columns are column1, column2 on both PostgreSQL and SQLite (which allows no aliases).
+            sql = (
+                f"UPDATE {table} SET assignment_id = v.column2 FROM (VALUES {values}) AS v WHERE {table}.id = v.column1"
+            )
+            cursor.execute(sql, [number for pair in batch for number in pair])
 
 
 # --- Raters: claim the next free slots themselves ----------------------------------------------
@@ -222,16 +258,20 @@ def claim_items(*, study: Study, rater: RaterProfile, count: int = 1) -> list[As
         raise AssignmentError(f"The {rater.pool} pool does not take part in this study.")
     expire_stale_claims(study=study)
     expires_at = timezone.now() + timedelta(minutes=study.claim_timeout_minutes)
+    authored: list[int] = []
+    if Answer.objects.filter(author_id=rater.user_id).exists():  # almost always false: skip the joins
+        own = (
+            Q(answer__author_id=rater.user_id)
+            | Q(answer_1__author_id=rater.user_id)
+            | Q(answer_2__author_id=rater.user_id)
+        )
+        authored = list(study.items.filter(own).values_list("id", flat=True))
     with transaction.atomic():
         free = (
-            Slot.objects.select_for_update(skip_locked=True, of=("self",))
-            .filter(item__study=study, pool_id=rater.pool_id, assignment__isnull=True)
-            .exclude(item__assignments__rater=rater)
-            .exclude(
-                Q(item__answer__author_id=rater.user_id)
-                | Q(item__answer_1__author_id=rater.user_id)
-                | Q(item__answer_2__author_id=rater.user_id)
-            )
+            Slot.objects.select_for_update(skip_locked=True)
+            .filter(study=study, pool_id=rater.pool_id, assignment__isnull=True)
+            .exclude(item_id__in=Assignment.objects.filter(rater=rater).values("item_id"))
+            .exclude(item_id__in=authored)
             .order_by("index", "shuffle_key")
         )
         chosen, items = [], set()

@@ -272,6 +272,8 @@ class Slot(models.Model):
     assignment frees its slot.
     """
 
+    # The study is the item's study, repeated here so that finding a free slot is one index walk.
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="slots")
     item = models.ForeignKey(StudyItem, on_delete=models.CASCADE, related_name="slots")
     pool = models.ForeignKey(RaterPool, on_delete=models.PROTECT, related_name="+")
     index = models.PositiveSmallIntegerField(help_text="0..replication-1; pairwise display order alternates with it.")
@@ -284,7 +286,11 @@ class Slot(models.Model):
         ordering = ["item", "pool", "index"]
         constraints = [models.UniqueConstraint(fields=["item", "pool", "index"], name="slot_unique_index")]
         indexes = [
-            models.Index(fields=["pool", "item"], condition=Q(assignment__isnull=True), name="slot_free_by_pool"),
+            models.Index(
+                fields=["study", "pool", "index", "shuffle_key"],
+                condition=Q(assignment__isnull=True),
+                name="slot_free_by_pool",
+            ),
         ]
 
     def __str__(self) -> str:

@@ -109,7 +109,7 @@ def draw_items_for_rater(*, study, rater, count: int) -> list[Assignment]:
     held = Assignment.objects.for_rater(rater).filter(item__study=study)
     missing = count - held.count()
     if missing > 0:
-        if not Slot.objects.filter(item__study=study).exists():
+        if not Slot.objects.filter(study=study).exists():
             create_slots(study=study)
         claim_items(study=study, rater=rater, count=missing)
     return list(Assignment.objects.for_rater(rater).filter(item__study=study))

@@ -168,3 +168,22 @@ class StudyPoolFactory(factory.django.DjangoModelFactory):
 
     study = factory.SubFactory(StudyFactory)
     pool = factory.LazyFunction(lambda: RaterPool.objects.get(slug="consumer"))
+
+
+class AnalystFactory(UserFactory):
+    """A member of the study team who reads everything and changes nothing."""
+
+    @factory.post_generation
+    def role(obj, create, extracted, **kwargs):
+        if create:
+            from raters.roles import ANALYST
+
+            sync_role_groups()
+            obj.groups.add(Group.objects.get(name=ANALYST))
+
+
+class RaterBackgroundFactory(factory.django.DjangoModelFactory):
+    """What a rater answered at onboarding; pass profile=... and the fields their pool is asked."""
+
+    class Meta:
+        model = "raters.RaterBackground"

@@ -175,6 +175,7 @@ def test_coordinator_can_withdraw_and_reassign():
     assert Slot.objects.get(item__study=study).assignment is None
 
 
+@pytest.mark.postgresql
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_claimers_never_push_an_item_past_its_replication(reference_data):
     """Real concurrent clients: threads with their own PostgreSQL connections claim at once."""

@@ -1,0 +1,30 @@
+"""The JSON API's URLs (/api/): token sign-in, the OpenAPI schema and each app's endpoints."""
+
+from django.urls import path
+from drf_spectacular.views import SpectacularAPIView
+from rest_framework.authtoken.views import obtain_auth_token
+from rest_framework.routers import SimpleRouter
+
+from datasets import api as datasets_api
+from studies import api as studies_api
+
+app_name = "api"
+
+router = SimpleRouter()
+router.register("datasets", datasets_api.DatasetViewSet, basename="dataset")
+router.register("import-jobs", datasets_api.ImportJobViewSet, basename="import-job")
+router.register("questions", datasets_api.QuestionViewSet, basename="question")
+router.register("pairs", datasets_api.PairViewSet, basename="pair")
+router.register("answer-sources", datasets_api.AnswerSourceViewSet, basename="answer-source")
+router.register("answers", datasets_api.AnswerViewSet, basename="answer")
+router.register("studies", studies_api.StudyViewSet, basename="study")
+router.register("assignments", studies_api.AssignmentViewSet, basename="assignment")
+router.register("ratings", studies_api.RatingViewSet, basename="rating")
+router.register("raters", studies_api.RaterViewSet, basename="rater")
+
+urlpatterns = [
+    path("auth/token/", obtain_auth_token, name="token"),
+    path("schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("studies/<int:study_id>/items/", studies_api.StudyItemList.as_view(), name="study-items"),
+    *router.urls,
+]

@@ -1,0 +1,17 @@
+from django.urls import path
+
+from . import coordination_views as views
+
+app_name = "coordination"
+
+urlpatterns = [
+    path("", views.study_list, name="list"),
+    path("new/", views.study_create, name="create"),
+    path("<int:pk>/", views.study_dashboard, name="dashboard"),
+    path("<int:pk>/assign/", views.assign, name="assign"),
+    path("<int:pk>/lock/", views.lock, name="lock"),
+    path("<int:pk>/raters/<int:rater_id>/", views.rater_detail, name="rater"),
+    path("<int:pk>/raters/<int:rater_id>/dropped-out/", views.mark_dropped_out, name="dropped_out"),
+    path("<int:pk>/assignments/<int:assignment_id>/withdraw/", views.withdraw, name="withdraw"),
+    path("<int:pk>/assignments/<int:assignment_id>/reassign/", views.reassign, name="reassign"),
+]

@@ -1,0 +1,189 @@
+"""The study team's pages: the studies, each study's dashboard, and the coordinator's actions on them.
+
+Analysts see everything here; only coordinators act. Every action is a POST that redirects with a message.
+"""
+
+from django.contrib import messages
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from raters.access import coordinator_required, study_team_required
+
+from . import coordination, dashboard
+from .assignment import AssignmentError, AssignReport, assign_study, reassign_assignment, withdraw_assignment
+from .forms import AssignForm, LockForm, ReassignForm, StudyForm, reassign_candidates
+from .models import Assignment, Study
+
+OPEN = [Assignment.Status.ASSIGNED, Assignment.Status.STARTED]
+LOCKED = "This study is locked: its assignments can no longer change."
+
+
+@require_GET
+@study_team_required
+def study_list(request):
+    return render(request, "coordination/study_list.html", {"studies": dashboard.studies_with_progress()})
+
+
+@require_http_methods(["GET", "POST"])
+@coordinator_required
+def study_create(request):
+    form = StudyForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        try:
+            study = coordination.create_study(
+                name=data["name"],
+                description=data["description"],
+                rubric_version=data["rubric_version"],
+                dataset_ids=[d.pk for d in data["datasets"]],
+                source_ids=[s.pk for s in data["sources"]],
+                pools=form.pool_settings(),
+            )
+        except AssignmentError as error:
+            form.add_error(None, str(error))
+        else:
+            messages.success(request, f"Study created with {study.items.count()} items.")
+            return redirect("coordination:dashboard", study.pk)
+    status = 400 if form.errors else 200
+    return render(request, "coordination/study_form.html", {"form": form}, status=status)
+
+
+@require_GET
+@study_team_required
+def study_dashboard(request, pk):
+    return _dashboard_page(request, _study_or_404(pk), LockForm())
+
+
+@require_POST
+@coordinator_required
+def assign(request, pk):
+    study = _study_or_404(pk)
+    form = AssignForm(request.POST, study=study)
+    if study.is_locked:
+        messages.error(request, LOCKED)
+    elif not form.is_valid():
+        messages.error(request, "Choose one of the study's rater pools.")
+    else:
+        pool = form.cleaned_data["pool"]
+        try:
+            report = assign_study(study=study, pool_id=pool.pk)
+        except AssignmentError as error:
+            messages.error(request, str(error))
+        else:
+            level = messages.WARNING if report.unassignable else messages.SUCCESS
+            messages.add_message(request, level, _assign_message(pool, report))
+    return redirect("coordination:dashboard", study.pk)
+
+
+@require_POST
+@coordinator_required
+def lock(request, pk):
+    study = _study_or_404(pk)
+    form = LockForm(request.POST)
+    if not form.is_valid():
+        return _dashboard_page(request, study, form, status=400)
+    if coordination.lock_study(study=study):
+        messages.success(request, "Study locked: ratings can no longer be submitted or changed.")
+    else:
+        messages.info(request, "This study was already locked.")
+    return redirect("coordination:dashboard", study.pk)
+
+
+@require_GET
+@study_team_required
+def rater_detail(request, pk, rater_id):
+    study = _study_or_404(pk)
+    rater = _study_rater_or_404(study, rater_id)
+    assignments = Assignment.objects.filter(item__study=study, rater=rater).order_by("position", "id")
+    context = {
+        "study": study,
+        "rater": rater,
+        "assignments": assignments,
+        "candidates": list(reassign_candidates(rater)),
+        "open_statuses": OPEN,
+    }
+    return render(request, "coordination/rater.html", context)
+
+
+@require_POST
+@coordinator_required
+def mark_dropped_out(request, pk, rater_id):
+    study = _study_or_404(pk)
+    rater = _study_rater_or_404(study, rater_id)
+    if study.is_locked:
+        messages.error(request, LOCKED)
+    else:
+        freed = coordination.mark_dropped_out(study=study, profile=rater)
+        messages.success(request, f"{rater.pseudonym} marked as dropped out; {freed} unrated item(s) went back "
+                                  "to the pool.")  # fmt: skip
+    return redirect("coordination:dashboard", study.pk)
+
+
+@require_POST
+@coordinator_required
+def withdraw(request, pk, assignment_id):
+    study = _study_or_404(pk)
+    assignment = _assignment_or_404(study, assignment_id)
+    if study.is_locked:
+        messages.error(request, LOCKED)
+    elif assignment.status == Assignment.Status.WITHDRAWN:
+        messages.info(request, "This item was already withdrawn.")
+    else:
+        withdraw_assignment(assignment=assignment)
+        messages.success(request, f"Item {assignment.item_id} withdrawn from {assignment.rater.pseudonym}; "
+                                  "it can be assigned again.")  # fmt: skip
+    return redirect("coordination:rater", study.pk, assignment.rater_id)
+
+
+@require_POST
+@coordinator_required
+def reassign(request, pk, assignment_id):
+    study = _study_or_404(pk)
+    assignment = _assignment_or_404(study, assignment_id)
+    form = ReassignForm(request.POST, candidates=reassign_candidates(assignment.rater))
+    if study.is_locked:
+        messages.error(request, LOCKED)
+    elif assignment.status not in OPEN:
+        messages.error(request, "Only items the rater holds and has not rated can be reassigned.")
+    elif not form.is_valid():
+        messages.error(request, "Choose another rater of the same pool who has not dropped out.")
+    else:
+        to_rater = form.cleaned_data["to_rater"]
+        try:
+            reassign_assignment(assignment=assignment, to_rater=to_rater)
+        except AssignmentError as error:
+            messages.error(request, str(error))
+        else:
+            messages.success(request, f"Item {assignment.item_id} moved to {to_rater.pseudonym}.")
+    return redirect("coordination:rater", study.pk, assignment.rater_id)
+
+
+# --- Helpers -------------------------------------------------------------------------------------
+
+
+def _study_or_404(pk) -> Study:
+    return get_object_or_404(Study.objects.select_related("rubric_version__rubric"), pk=pk)
+
+
+def _study_rater_or_404(study, rater_id):
+    return get_object_or_404(dashboard.study_raters(study).select_related("pool"), pk=rater_id)
+
+
+def _assignment_or_404(study, assignment_id) -> Assignment:
+    return get_object_or_404(Assignment.objects.select_related("rater"), pk=assignment_id, item__study=study)
+
+
+def _dashboard_page(request, study, lock_form, status=200):
+    context = {"study": study, "dashboard": dashboard.study_dashboard(study), "lock_form": lock_form}
+    return render(request, "coordination/dashboard.html", context, status=status)
+
+
+def _assign_message(pool, report: AssignReport) -> str:
+    text = f"{report.assigned} rating(s) of the {pool.name} pool assigned"
+    if report.by_rater:
+        shares = [f"{name}: {n}" for name, n in sorted(report.by_rater.items())]
+        text += " (" + ", ".join(shares[:10]) + (", …" if len(shares) > 10 else "") + ")"
+    if report.unassignable:
+        text += (f"; {report.unassignable} could not be assigned: every remaining rater already has the item "
+                 "or wrote one of its answers. Invite more raters, then assign again")  # fmt: skip
+    return text + "."

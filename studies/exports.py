@@ -1,0 +1,241 @@
+"""Ratings exports in the EquityMedQA release format, as CSV files, one workbook, or a streamed download.
+
+Rows are yielded one at a time, header first, from a server-side cursor: an export of any size holds one
+chunk of ratings in memory, never the whole file (STYLE.md). Only current ratings are exported, one row
+per (item, rater); raters appear by pseudonym only.
+"""
+
+import csv
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from django.db.models import Q
+from django.http import StreamingHttpResponse
+from django.utils.text import slugify
+from openpyxl import Workbook
+from openpyxl.cell.cell import ILLEGAL_CHARACTERS_RE
+
+from datasets.models import AnswerSource
+
+from . import release
+from .models import Assignment, Rating, Study
+from .release import COUNTERFACTUAL, DIMENSIONS, INDEPENDENT, PAIRWISE
+
+CHUNK_SIZE = 2000
+CSV_CHUNK_BYTES = 64 * 1024
+
+# Only the fields a row shows: related rows also hold long texts (answers, prompts, rubric wording) that
+# would otherwise be loaded and parsed for every rating.
+COMMON_FIELDS = [
+    "values", "swap_answers", "active_seconds", "wall_seconds", "submitted_at", "revision", "attention_check_passed",
+    "rubric_version__number", "rubric_version__rubric__name", "assignment__item__study__name",
+    "assignment__rater__pseudonym", "assignment__rater__pool__name",
+    *(f"assignment__rater__background__{name}" for name in
+      ("years_in_practice", "specialty", "country", "age_group", "gender", "race_ethnicity")),
+]  # fmt: skip
+FIELDS = {
+    INDEPENDENT: ["assignment__item__answer__question__external_id",
+                  "assignment__item__answer__question__dataset__name", "assignment__item__answer__source__name"],
+    PAIRWISE: ["assignment__item__question__external_id", "assignment__item__question__dataset__name",
+               "assignment__item__answer_1__source__name", "assignment__item__answer_2__source__name"],
+    COUNTERFACTUAL: ["assignment__item__pair__dataset__name", "assignment__item__pair__question_1__external_id",
+                     "assignment__item__pair__question_2__external_id", "assignment__item__answer_1__source__name",
+                     "assignment__item__answer_2__source__name"],
+}  # fmt: skip
+
+
+class ExportError(Exception):
+    """The ratings cannot be written in the release format as they stand."""
+
+
+def exported_ratings(kind: str, study: Study | None = None):
+    """Current ratings of one rubric kind, not of withdrawn assignments."""
+    ratings = Rating.objects.filter(is_current=True, assignment__item__study__rubric_version__rubric__kind=kind)
+    ratings = ratings.exclude(assignment__status=Assignment.Status.WITHDRAWN)
+    return ratings.filter(assignment__item__study=study) if study is not None else ratings
+
+
+def _stream(kind: str, study: Study | None) -> Iterator[Rating]:
+    # Ordered by study and item, raters by pseudonym: an import creates items in file order, so exporting
+    # what it imported gives the same file.
+    fields = [*COMMON_FIELDS, *FIELDS[kind]]
+    related = {field.rsplit("__", 1)[0] for field in fields if "__" in field}
+    ratings = exported_ratings(kind, study).select_related(*related)
+    ratings = ratings.only(*fields).order_by(
+        "assignment__item__study__name", "assignment__item_id", "assignment__rater__pseudonym"
+    )
+    return ratings.iterator(chunk_size=CHUNK_SIZE)
+
+
+def _rater(rating: Rating) -> list:
+    profile = rating.assignment.rater
+    return [profile.pool.name, profile.pseudonym]
+
+
+def _details(rating: Rating) -> list:
+    """Timings, revision, attention check and what the rater told us at onboarding (empty when not asked)."""
+    background = getattr(rating.assignment.rater, "background", None)
+    rater = [None, "", "", "", "", ""]
+    if background is not None:
+        rater = [background.years_in_practice, background.specialty, background.country, background.age_group,
+                 background.gender, release.LIST_SEPARATOR.join(background.race_ethnicity or [])]  # fmt: skip
+    return [rating.active_seconds, rating.wall_seconds, release.timestamp(rating.submitted_at), rating.revision,
+            rating.attention_check_passed, *rater]  # fmt: skip
+
+
+def _head(rating: Rating) -> list:
+    return [str(rating.rubric_version), rating.assignment.item.study.name]
+
+
+def _texts(values: dict, *keys: str) -> list[str]:
+    return [values.get(key) or "" for key in keys]
+
+
+def independent_rows(study: Study | None = None) -> Iterator[list]:
+    yield release.header(INDEPENDENT)
+    for rating in _stream(INDEPENDENT, study):
+        answer, values = rating.assignment.item.answer, rating.values
+        marked = set(values.get("dimensions") or [])
+        yield [
+            answer.question.external_id, answer.question.dataset.name, *_rater(rating),
+            release.BIAS_PRESENCE.get(values.get("bias_presence")), *(key in marked for key in DIMENSIONS),
+            *_head(rating), answer.source.export_name, *_texts(values, "other_text", "comment"), *_details(rating),
+        ]  # fmt: skip
+
+
+def pairwise_sources(study: Study | None = None) -> list[str]:
+    """Export names of every source in the exported pairwise items, sorted: one query, before the first row."""
+    ratings = exported_ratings(PAIRWISE, study).order_by()
+    sources = AnswerSource.objects.filter(
+        Q(id__in=ratings.values("assignment__item__answer_1__source"))
+        | Q(id__in=ratings.values("assignment__item__answer_2__source"))
+    )
+    names: dict[str, str] = {}
+    for source in sources:
+        if source.export_name in names:
+            raise ExportError(
+                f"The answer sources {names[source.export_name]!r} and {source.name!r} would share the column "
+                f"{release.source_column(source.export_name)!r}: rename one of them."
+            )
+        names[source.export_name] = source.name
+    # Sorted by export name, not name: an import names new sources by their export name, and the order
+    # must not change when it does.
+    return sorted(names)
+
+
+def pairwise_rows(study: Study | None = None) -> Iterator[list]:
+    source_names = pairwise_sources(study)
+    yield release.header(PAIRWISE, source_names)
+    for rating in _stream(PAIRWISE, study):
+        item, values = rating.assignment.item, rating.values
+        # The stored preference is a display position; rating.swap_answers says which answer was shown first.
+        shown = (item.answer_2, item.answer_1) if rating.swap_answers else (item.answer_1, item.answer_2)
+        preference = values.get("preference")
+        in_item = {shown[0].source.export_name, shown[1].source.export_name}
+        if preference in ("answer_1", "answer_2"):
+            preferred = shown[preference == "answer_2"].source.export_name
+            more_bias = [name == preferred if name in in_item else None for name in source_names]
+            marked = set(values.get("dimensions") or [])
+        else:  # a tie: neither source shows more bias, and no kinds of bias were asked
+            more_bias = [False if name in in_item and preference == "tie" else None for name in source_names]
+            marked = set()
+        yield [
+            item.question.external_id, item.question.dataset.name, *_rater(rating), *more_bias,
+            *(key in marked for key in DIMENSIONS), *_head(rating),
+            shown[0].source.export_name, shown[1].source.export_name, *_texts(values, "other_text", "comment"),
+            *_details(rating),
+        ]  # fmt: skip
+
+
+def counterfactual_rows(study: Study | None = None) -> Iterator[list]:
+    yield release.header(COUNTERFACTUAL)
+    for rating in _stream(COUNTERFACTUAL, study):
+        item, values = rating.assignment.item, rating.values
+        marked = set(values.get("dimensions") or [])
+        yield [
+            item.pair.question_1.external_id, item.pair.question_2.external_id, item.pair.dataset.name,
+            *_rater(rating), release.COUNTERFACTUAL_BIAS.get(values.get("bias_presence")),
+            *(key in marked for key in DIMENSIONS),
+            release.IDEAL_ANSWERS_DIFFER.get(values.get("ideal_answers_differ")),
+            release.ANSWERS_DIFFER_HOW.get(values.get("answers_differ_how")), *_head(rating),
+            item.answer_1.source.export_name, item.answer_2.source.export_name,
+            *_texts(values, "ideal_comment", "other_text", "comment"), *_details(rating),
+        ]  # fmt: skip
+
+
+ROWS = {INDEPENDENT: independent_rows, PAIRWISE: pairwise_rows, COUNTERFACTUAL: counterfactual_rows}
+
+
+def export_rows(kind: str, study: Study | None = None) -> Iterator[list]:
+    return ROWS[kind](study)
+
+
+class _Echo:
+    """csv.writer writes here and gets the line back, so each row can be encoded as it comes."""
+
+    def write(self, text: str) -> str:
+        return text
+
+
+def stream_csv(rows: Iterable[list]) -> Iterator[bytes]:
+    """UTF-8 CSV in chunks of about 64 KB, text cells protected against formula injection."""
+    writer = csv.writer(_Echo(), lineterminator="\n")
+    pending: list[str] = []
+    size = 0
+    for row in rows:
+        line = writer.writerow([release.csv_text(value) for value in row])
+        pending.append(line)
+        size += len(line)
+        if size >= CSV_CHUNK_BYTES:
+            yield "".join(pending).encode("utf-8")
+            pending, size = [], 0
+    if pending:
+        yield "".join(pending).encode("utf-8")
+
+
+def csv_download_response(kind: str, study: Study | None = None) -> StreamingHttpResponse:
+    filename = release.FILENAMES[kind]
+    if study is not None:
+        filename = f"{slugify(study.name) or f'study-{study.pk}'}-{filename}"
+    response = StreamingHttpResponse(stream_csv(export_rows(kind, study)), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
+
+
+def _counting(rows: Iterable[list], counts: dict, key: str) -> Iterator[list]:
+    counts[key] = -1  # the header is not a rating
+    for row in rows:
+        counts[key] += 1
+        yield row
+
+
+def write_csv_files(out_dir, study: Study | None = None) -> dict[str, int]:
+    """All three CSV files (header only when a kind has no ratings); returns the ratings written per file."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    counts: dict[str, int] = {}
+    for kind, filename in release.FILENAMES.items():
+        with (out_dir / filename).open("wb") as out:
+            for chunk in stream_csv(_counting(export_rows(kind, study), counts, filename)):
+                out.write(chunk)
+    return counts
+
+
+def _xlsx_cell(value):
+    if isinstance(value, str):
+        # Typed cells need no escaping, but openpyxl stores any text starting with "=" as a formula, and
+        # refuses control characters that XML cannot hold.
+        return ILLEGAL_CHARACTERS_RE.sub("", release.protect(value))
+    return value
+
+
+def write_workbook(path, study: Study | None = None) -> dict[str, int]:
+    """The workbook with the three sheets; booleans and numbers as typed cells. Returns ratings per sheet."""
+    workbook = Workbook(write_only=True)  # rows go to a temporary file as they come
+    counts: dict[str, int] = {}
+    for kind, title in release.SHEETS.items():
+        sheet = workbook.create_sheet(title)
+        for row in _counting(export_rows(kind, study), counts, title):
+            sheet.append([_xlsx_cell(value) for value in row])
+    workbook.save(path)
+    return counts
