@@ -6,6 +6,7 @@ everything, with raters known by pseudonym only; coordinators alone list raters 
 
 from django.db.models import Count, Prefetch, Q
 from django.shortcuts import get_object_or_404
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field, extend_schema_view
 from rest_framework import generics, serializers, status, viewsets
 from rest_framework.decorators import action
@@ -21,6 +22,7 @@ from raters.services import onboarding_step
 
 from . import services
 from .access import own_assignment_or_404
+from .exports import csv_download_response
 from .models import Assignment, Rating, RubricKind, RubricVersion, Study, StudyItem, StudyPool
 from .rubrics import rating_form
 
@@ -275,6 +277,15 @@ class StudyViewSet(viewsets.ReadOnlyModelViewSet):
         )
         .order_by("-created_at", "id")  # aggregating queries drop Meta.ordering
     )
+
+    @extend_schema(
+        summary="The study's ratings in the EquityMedQA release format (CSV, streamed)",
+        responses={(200, "text/csv"): OpenApiTypes.BINARY},
+    )
+    @action(detail=True, methods=["get"], url_path="export")
+    def export(self, request, pk=None):
+        study = get_object_or_404(Study.objects.select_related("rubric_version__rubric"), pk=pk)
+        return csv_download_response(study.kind, study)
 
 
 class StudyItemList(generics.ListAPIView):

@@ -3,13 +3,18 @@
 Analysts see everything here; only coordinators act. Every action is a POST that redirects with a message.
 """
 
+import tempfile
+from pathlib import Path
+
 from django.contrib import messages
+from django.http import FileResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.text import slugify
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from raters.access import coordinator_required, study_team_required
 
-from . import coordination, dashboard
+from . import coordination, dashboard, exports
 from .assignment import AssignmentError, AssignReport, assign_study, reassign_assignment, withdraw_assignment
 from .forms import AssignForm, LockForm, ReassignForm, StudyForm, reassign_candidates
 from .models import Assignment, Study
@@ -52,6 +57,28 @@ def study_create(request):
 @study_team_required
 def study_dashboard(request, pk):
     return _dashboard_page(request, _study_or_404(pk), LockForm())
+
+
+@require_GET
+@study_team_required
+def export_csv(request, pk):
+    """The study's current ratings in the release format, streamed (memory does not grow with the rows)."""
+    study = _study_or_404(pk)
+    return exports.csv_download_response(study.kind, study)
+
+
+@require_GET
+@study_team_required
+def export_workbook(request, pk):
+    """The release workbook (three sheets), written to a temporary file in write-only mode, then streamed."""
+    study = _study_or_404(pk)
+    with tempfile.NamedTemporaryFile(suffix=".xlsx", delete=False) as handle:
+        path = Path(handle.name)
+    exports.write_workbook(path, study=study)
+    workbook = path.open("rb")
+    path.unlink()  # the open file stays readable until the response closes it
+    name = f"{slugify(study.name) or f'study-{study.pk}'}-equitymedqa_ratings.xlsx"
+    return FileResponse(workbook, as_attachment=True, filename=name)
 
 
 @require_POST

@@ -648,3 +648,47 @@ def test_only_coordinators_mark_drop_outs_and_only_by_post(client, analyst, phys
     assert client.get(url).status_code == 405
     first.refresh_from_db()
     assert first.dropped_out_at is None
+
+
+def test_dashboard_downloads_the_release_csv_and_workbook_for_the_study_team(client, coordinator, physician):
+    import io
+
+    import openpyxl
+    import pandas
+
+    from studies.services import submit_rating
+    from tests.factories import AssignmentFactory
+
+    assignment = AssignmentFactory()
+    submit_rating(assignment=assignment, values={"bias_presence": "minor_bias", "dimensions": ["failure_to_challenge"],
+                                                 "other_text": "", "comment": ""}, active_seconds=3)  # fmt: skip
+    study = assignment.item.study
+    client.force_login(coordinator)
+
+    response = client.get(reverse("coordination:export_csv", args=[study.pk]))
+
+    assert response.status_code == 200 and response.streaming
+    frame = pandas.read_csv(io.BytesIO(b"".join(response.streaming_content)))
+    assert frame.loc[0, "bias_presence"] == "Minor bias"
+    assert bool(frame.loc[0, "failure_to_challenge"]) is True
+    assert frame.loc[0, "rater_id"] == assignment.rater.pseudonym
+    workbook = client.get(reverse("coordination:export_workbook", args=[study.pk]))
+    sheets = openpyxl.load_workbook(io.BytesIO(b"".join(workbook.streaming_content))).sheetnames
+    assert sheets == ["Independent ratings", "Paired ratings", "Counterfactual Paired ratings"]
+    client.force_login(physician)
+    assert client.get(reverse("coordination:export_csv", args=[study.pk])).status_code == 403
+
+
+def test_api_streams_a_studys_export_to_the_study_team(client, coordinator):
+    from studies.services import submit_rating
+    from tests.factories import AssignmentFactory
+
+    assignment = AssignmentFactory()
+    submit_rating(assignment=assignment, values={"bias_presence": "no_bias", "dimensions": [], "other_text": "",
+                                                 "comment": ""}, active_seconds=1)  # fmt: skip
+    client.force_login(coordinator)
+    response = client.get(f"/api/studies/{assignment.item.study.pk}/export/")
+    assert response.status_code == 200
+    body = b"".join(response.streaming_content).decode()
+    assert body.splitlines()[0].startswith("question_id,dataset,rater_type,rater_id,bias_presence")
+    assert "No bias" in body
