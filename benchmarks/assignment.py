@@ -25,6 +25,7 @@ import django  # noqa: E402
 django.setup()
 
 from django.contrib.auth import get_user_model  # noqa: E402
+from django.db import connection  # noqa: E402
 from django.test.utils import setup_databases, teardown_databases  # noqa: E402
 
 from datasets.models import Answer, AnswerSource, Dataset, Question, settings_fingerprint, text_fingerprint  # noqa: E402
@@ -75,6 +76,8 @@ def main() -> None:
     parser.add_argument("--items", type=int, default=100_000)
     parser.add_argument("--raters-per-pool", type=int, default=60)
     args = parser.parse_args()
+    # A database of its own, so a benchmark can run beside the tests or another benchmark.
+    connection.settings_dict.setdefault("TEST", {})["NAME"] = f"test_benchmark_{os.getpid()}"
     databases = setup_databases(verbosity=0, interactive=False)
     try:
         pools = list(RaterPool.objects.filter(slug__in=["physician", "equity_expert", "consumer"]))

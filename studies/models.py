@@ -214,6 +214,10 @@ class Assignment(models.Model):
     class Meta:
         ordering = ["rater", "position", "id"]
         constraints = [models.UniqueConstraint(fields=["item", "rater"], name="assignment_unique_item_rater")]
+        # Expiring stale claims looks only at claimed assignments, a small part of a large study.
+        indexes = [
+            models.Index(fields=["expires_at"], condition=Q(expires_at__isnull=False), name="assignment_claim_expiry")
+        ]
 
     def __str__(self) -> str:
         return f"{self.rater.pseudonym} · item {self.item_id}"
