@@ -132,9 +132,25 @@ def _insert_slots_postgresql(study: Study, study_pool) -> int:
 # --- Rules shared by both ways of assigning ------------------------------------------------------
 
 
-def _swap_for(slot_index: int, item_id: int, kind: str) -> bool:
-    """Pairwise display order alternates across an item's raters (and across items when single-rated)."""
-    return kind == RubricKind.PAIRWISE and (slot_index + item_id) % 2 == 1
+def _display_orders(study: Study, chosen) -> list[bool]:
+    """swap_answers for each new assignment: pairwise display order balanced across all of an item's raters
+    (whatever their pool), and across items when an item has one rater."""
+    if study.kind != RubricKind.PAIRWISE:
+        return [False] * len(chosen)
+    item_ids = {item_id for _, item_id, _, _ in chosen}
+    # Claimers of other slots of these items wait here, so each sees the orders given before it.
+    list(StudyItem.objects.select_for_update().filter(id__in=item_ids).order_by("id").values_list("id"))
+    shown = defaultdict(lambda: [0, 0])  # item -> [as stored, swapped]
+    rows = Assignment.objects.active().filter(item_id__in=item_ids).values_list("item_id", "swap_answers")
+    for item_id, swapped in rows.iterator(chunk_size=BATCH):
+        shown[item_id][swapped] += 1
+    orders = []
+    for _, item_id, _, _ in chosen:
+        as_stored, swapped = shown[item_id]
+        swap = swapped < as_stored or (swapped == as_stored and item_id % 2 == 1)
+        shown[item_id][swap] += 1
+        orders.append(swap)
+    return orders
 
 
 def _authors_by_item(item_ids) -> dict[int, set[int]]:
@@ -210,15 +226,14 @@ def assign_study(*, study: Study, pool_id: int) -> AssignReport:
 
 
 def _create_assignments(study, chosen, positions, expires_at=None) -> list[Assignment]:
-    kind = study.kind
     assignments = []
-    for _, item_id, index, rater_id in chosen:
+    for (_, item_id, _, rater_id), swap in zip(chosen, _display_orders(study, chosen), strict=True):
         assignments.append(
             Assignment(
                 item_id=item_id,
                 rater_id=rater_id,
                 position=positions[rater_id],
-                swap_answers=_swap_for(index, item_id, kind),
+                swap_answers=swap,
                 expires_at=expires_at,
             )  # fmt: skip
         )

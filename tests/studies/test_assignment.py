@@ -208,3 +208,45 @@ def test_concurrent_claimers_never_push_an_item_past_its_replication(reference_d
     pairs = list(Assignment.objects.values_list("item_id", "rater_id"))
     assert len(pairs) == len(set(pairs))
     assert not Slot.objects.filter(item__study=study, assignment__isnull=True).exists()
+
+
+@pytest.mark.postgresql
+@pytest.mark.django_db(transaction=True)
+def test_a_study_of_the_demo_data_meets_replication_with_balanced_order_under_concurrent_claims(reference_data):
+    """The issue's check: the demo's pairwise comparison, 3 ratings per item from each of two pools,
+    16 raters claiming at once on PostgreSQL."""
+    from datasets.demo import CLINICIAN_REFERENCE, DEEPSEEK, QPAIN_DEMO, load_demo_data
+    from datasets.models import AnswerSource, Dataset
+
+    load_demo_data()
+    study = StudyFactory(kind="pairwise")
+    for slug in ("physician", "equity_expert"):
+        StudyPool.objects.create(study=study, pool=pool(slug), replication=3)
+    sources = [AnswerSource.objects.get(name=DEEPSEEK).id, AnswerSource.objects.get(name=CLINICIAN_REFERENCE).id]
+    assert build_items(study=study, dataset_ids=[Dataset.objects.get(name=QPAIN_DEMO).id], source_ids=sources) == 48
+    claimers = raters("physician", 8) + raters("equity_expert", 8)
+    barrier = threading.Barrier(len(claimers))
+    errors = []
+
+    def claim_until_full(rater):
+        try:
+            barrier.wait()
+            while claim_items(study=study, rater=rater, count=2):
+                pass
+        except Exception as error:  # surfaced below
+            errors.append(error)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=claim_until_full, args=(r,)) for r in claimers]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=180)
+
+    assert errors == []
+    per_item_pool = Counter(Assignment.objects.filter(item__study=study).values_list("item_id", "rater__pool__slug"))
+    assert len(per_item_pool) == 48 * 2 and set(per_item_pool.values()) == {3}
+    for item in StudyItem.objects.filter(study=study):
+        swaps = Counter(item.assignments.values_list("swap_answers", flat=True))
+        assert swaps[True] == swaps[False] == 3, swaps
