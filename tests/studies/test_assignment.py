@@ -55,6 +55,30 @@ def raters(slug: str, n: int):
     return [OnboardedRaterFactory(pool=slug).rater_profile for _ in range(n)]
 
 
+def claim_concurrently(study, claimers, count: int) -> list[Exception]:
+    """Every rater claims `count` at a time until nothing is left, all starting together, each thread on its
+    own database connection; returns the errors raised."""
+    barrier = threading.Barrier(len(claimers))
+    errors = []
+
+    def claim_until_full(rater):
+        try:
+            barrier.wait()
+            while claim_items(study=study, rater=rater, count=count):
+                pass
+        except Exception as error:  # surfaced by the caller
+            errors.append(error)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=claim_until_full, args=(r,)) for r in claimers]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=180)
+    return errors
+
+
 @pytest.mark.django_db
 def test_items_are_built_from_datasets_and_sources_once():
     dataset = DatasetFactory()
@@ -182,25 +206,7 @@ def test_concurrent_claimers_never_push_an_item_past_its_replication(reference_d
     if connection.vendor != "postgresql":
         pytest.fail("this test needs PostgreSQL (SKIP LOCKED)")
     study = study_with_items(n_items=15, replication=3, pools=("consumer",))
-    claimers = raters("consumer", 24)
-    barrier = threading.Barrier(len(claimers))
-    errors = []
-
-    def claim_until_full(rater):
-        try:
-            barrier.wait()
-            while claim_items(study=study, rater=rater, count=1):
-                pass
-        except Exception as error:  # surfaced below
-            errors.append(error)
-        finally:
-            connections.close_all()
-
-    threads = [threading.Thread(target=claim_until_full, args=(r,)) for r in claimers]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=120)
+    errors = claim_concurrently(study, raters("consumer", 24), count=1)
 
     assert errors == []
     per_item = Counter(Assignment.objects.filter(item__study=study).values_list("item_id", flat=True))
@@ -224,25 +230,7 @@ def test_a_study_of_the_demo_data_meets_replication_with_balanced_order_under_co
         StudyPool.objects.create(study=study, pool=pool(slug), replication=3)
     sources = [AnswerSource.objects.get(name=DEEPSEEK).id, AnswerSource.objects.get(name=CLINICIAN_REFERENCE).id]
     assert build_items(study=study, dataset_ids=[Dataset.objects.get(name=QPAIN_DEMO).id], source_ids=sources) == 48
-    claimers = raters("physician", 8) + raters("equity_expert", 8)
-    barrier = threading.Barrier(len(claimers))
-    errors = []
-
-    def claim_until_full(rater):
-        try:
-            barrier.wait()
-            while claim_items(study=study, rater=rater, count=2):
-                pass
-        except Exception as error:  # surfaced below
-            errors.append(error)
-        finally:
-            connections.close_all()
-
-    threads = [threading.Thread(target=claim_until_full, args=(r,)) for r in claimers]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=180)
+    errors = claim_concurrently(study, raters("physician", 8) + raters("equity_expert", 8), count=2)
 
     assert errors == []
     per_item_pool = Counter(Assignment.objects.filter(item__study=study).values_list("item_id", "rater__pool__slug"))
