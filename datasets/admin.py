@@ -42,9 +42,32 @@ class CounterfactualPairAdmin(admin.ModelAdmin):
 
 @admin.register(AnswerSource)
 class AnswerSourceAdmin(admin.ModelAdmin):
-    list_display = ["name", "kind", "model_name", "created_at"]
+    list_display = ["name", "kind", "model_name", "base_url", "created_at"]
     list_filter = ["kind"]
     search_fields = ["name", "model_name", "description"]
+    fieldsets = [
+        (None, {"fields": ["name", "kind", "description", "parameters"]}),
+        (
+            "Model endpoint (OpenAI-compatible chat completions)",
+            {
+                "fields": [
+                    "base_url",
+                    "model_name",
+                    "api_key_env",
+                    "temperature",
+                    "max_tokens",
+                    "system_prompt",
+                    "prompt_template",
+                    "request_timeout_seconds",
+                    "concurrency",
+                    "rate_limit_per_minute",
+                    "logprobs",
+                    "top_logprobs",
+                ],  # fmt: skip
+                "description": "The API key itself is never stored: name the environment variable that holds it.",
+            },
+        ),
+    ]
 
 
 @admin.register(Answer)

@@ -106,6 +106,22 @@ class AnswerSource(models.Model):
     parameters = models.JSONField(
         default=dict, blank=True, help_text="Default generation settings (temperature, max tokens, ...)."
     )
+    # Model sources: an OpenAI-compatible chat-completions endpoint (hosted API, vLLM, Ollama, llama.cpp).
+    base_url = models.URLField(blank=True, help_text="e.g. https://api.openai.com/v1 or http://127.0.0.1:8080/v1")
+    api_key_env = models.CharField(
+        max_length=100, blank=True, help_text="Name of the environment variable holding the API key (never the key)."
+    )
+    temperature = models.FloatField(default=0.0)
+    max_tokens = models.PositiveIntegerField(default=1024)
+    system_prompt = models.TextField(blank=True)
+    prompt_template = models.TextField(
+        default="{question}", help_text="The user message; {question} is replaced by the question text."
+    )
+    request_timeout_seconds = models.FloatField(default=120.0)
+    concurrency = models.PositiveSmallIntegerField(default=4, help_text="Requests in flight at once.")
+    rate_limit_per_minute = models.PositiveIntegerField(null=True, blank=True, help_text="Empty: no limit.")
+    logprobs = models.BooleanField(default=False, help_text="Ask for token log-probabilities (e.g. Q-Pain).")
+    top_logprobs = models.PositiveSmallIntegerField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -113,6 +129,26 @@ class AnswerSource(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    def clean(self) -> None:
+        from django.core.exceptions import ValidationError
+
+        if self.kind == self.Kind.MODEL and self.base_url and "{question}" not in self.prompt_template:
+            raise ValidationError({"prompt_template": "The template must contain {question}."})
+
+    def generation_settings(self) -> dict:
+        """What decides a generated answer: stored on each answer, and part of its uniqueness."""
+        settings = {
+            "model": self.model_name,
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+            "system_prompt": self.system_prompt,
+            "prompt_template": self.prompt_template,
+        }
+        if self.logprobs:
+            settings["logprobs"] = True
+            settings["top_logprobs"] = self.top_logprobs
+        return settings
 
     @property
     def export_name(self) -> str:
