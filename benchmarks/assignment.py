@@ -8,25 +8,11 @@ single claims (claim_items) on a consumer-style study. Runs on a throw-away Post
 """
 
 import argparse
-import os
 import resource
-import sys
 import time
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-os.environ.setdefault("DEBUG", "true")
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/test")
-
-import django  # noqa: E402
-
-django.setup()
-
+from _django import own_test_database
 from django.contrib.auth import get_user_model  # noqa: E402
-from django.db import connection  # noqa: E402
-from django.test.utils import setup_databases, teardown_databases  # noqa: E402
 
 from datasets.models import Answer, AnswerSource, Dataset, Question, settings_fingerprint, text_fingerprint  # noqa: E402
 from raters.models import RaterPool, RaterProfile  # noqa: E402
@@ -76,10 +62,7 @@ def main() -> None:
     parser.add_argument("--items", type=int, default=100_000)
     parser.add_argument("--raters-per-pool", type=int, default=60)
     args = parser.parse_args()
-    # A database of its own, so a benchmark can run beside the tests or another benchmark.
-    connection.settings_dict.setdefault("TEST", {})["NAME"] = f"test_benchmark_{os.getpid()}"
-    databases = setup_databases(verbosity=0, interactive=False)
-    try:
+    with own_test_database():
         pools = list(RaterPool.objects.filter(slug__in=["physician", "equity_expert", "consumer"]))
         dataset, source = timed(f"create {args.items:,} questions + answers", lambda: make_answers(args.items))[0]
         for pool in pools:
@@ -113,8 +96,6 @@ def main() -> None:
             f"claim_items x1000 on {args.items:,} items: {elapsed:.2f} s = {elapsed / claims * 1000:.1f} ms per claim"
         )
         print(f"peak resident memory: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
-    finally:
-        teardown_databases(databases, verbosity=0)
 
 
 if __name__ == "__main__":

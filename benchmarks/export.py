@@ -9,27 +9,16 @@ that memory can be seen not to grow with the number of ratings.
 """
 
 import argparse
-import os
 import resource
-import sys
 import tempfile
 import time
 import tracemalloc
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-os.environ.setdefault("DEBUG", "true")
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/test")
-
-import django  # noqa: E402
-
-django.setup()
-
+from _django import own_test_database
 from django.db import connection  # noqa: E402
-from django.test.utils import setup_databases, teardown_databases  # noqa: E402
 
+from datasets.models import AnswerSource  # noqa: E402
 from studies.exports import write_csv_files  # noqa: E402
 from studies.models import Rubric, Study  # noqa: E402
 
@@ -37,14 +26,12 @@ RATERS = 5
 FILL = """
 WITH ds AS (INSERT INTO datasets_dataset (name, description, licence, source, created_at)
             VALUES (%(name)s, '', '', '', now()) RETURNING id),
-src AS (INSERT INTO datasets_answersource (name, kind, description, model_name, parameters, created_at)
-        VALUES (%(name)s, 'model', '', 'bench-model', '{}', now()) RETURNING id),
 q AS (INSERT INTO datasets_question (dataset_id, external_id, text, text_hash, metadata, created_at)
       SELECT ds.id, g::text, 'Benchmark question ' || g, md5(%(name)s || g) || md5(g::text), '{}', now()
       FROM ds, generate_series(1, %(items)s) g RETURNING id),
 a AS (INSERT INTO datasets_answer (question_id, source_id, text, model_name, prompt, parameters, settings_hash,
                                    response_metadata, provenance_note, created_at)
-      SELECT q.id, src.id, 'An answer.', 'bench-model', '', '{}', 'x', '{}', '', now() FROM q, src RETURNING id)
+      SELECT q.id, %(source)s, 'An answer.', 'bench-model', '', '{}', 'x', '{}', '', now() FROM q RETURNING id)
 INSERT INTO studies_studyitem (study_id, answer_id, is_attention_check, expected_values, created_at)
 SELECT %(study)s, a.id, false, '{}', now() FROM a
 """
@@ -82,7 +69,8 @@ def make_raters() -> None:
 def make_study(name: str, ratings: int) -> Study:
     version = Rubric.objects.get(kind="independent", name__startswith="EquityMedQA").latest_version()
     study = Study.objects.create(name=name, rubric_version=version)
-    params = {"name": name, "items": ratings // RATERS, "study": study.id, "version": version.id}
+    source = AnswerSource.objects.create(name=name, kind=AnswerSource.Kind.MODEL, model_name="bench-model")
+    params = {"name": name, "items": ratings // RATERS, "study": study.id, "version": version.id, "source": source.id}
     with connection.cursor() as cursor:
         for sql in (FILL, ASSIGN, RATE):
             cursor.execute(sql, params)
@@ -108,10 +96,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--ratings", type=int, default=1_000_000)
     args = parser.parse_args()
-    # A database of its own, so a benchmark can run beside the tests or another benchmark.
-    connection.settings_dict.setdefault("TEST", {})["NAME"] = f"test_benchmark_{os.getpid()}"
-    databases = setup_databases(verbosity=0, interactive=False)
-    try:
+    with own_test_database():
         make_raters()
         start = time.perf_counter()
         small = make_study("Benchmark export 100k", 100_000)
@@ -122,8 +107,6 @@ def main() -> None:
         print(
             f"peak resident memory of the process: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB"
         )
-    finally:
-        teardown_databases(databases, verbosity=0)
 
 
 if __name__ == "__main__":

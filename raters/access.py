@@ -26,7 +26,7 @@ def study_team_required(view):
     @wraps(view)
     def wrapper(request, *args, **kwargs):
         if not (is_coordinator(request.user) or is_analyst(request.user)):
-            raise PermissionDenied("Only the study team (coordinators and analysts) can browse datasets.")
+            raise PermissionDenied("Only the study team (coordinators and analysts) can open this page.")
         return view(request, *args, **kwargs)
 
     return wrapper

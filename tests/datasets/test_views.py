@@ -54,7 +54,7 @@ def test_raters_cannot_browse_datasets(client, physician):
     assert client.get(reverse("datasets:list")).status_code == 403
     response = client.get(reverse("datasets:detail", args=[dataset.pk]))
     assert response.status_code == 403
-    assert b"Only the study team" in response.content
+    assert b"Only the study team" in response.content  # a clear 403 page, not a bare one
 
 
 def test_dataset_detail_searches_questions_and_lists_pairs(client, analyst):

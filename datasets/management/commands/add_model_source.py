@@ -25,31 +25,28 @@ class Command(BaseCommand):
         parser.add_argument("--logprobs", action="store_true", help="Ask for token log-probabilities.")
         parser.add_argument("--top-logprobs", type=int, default=None)
 
+    # Command option -> AnswerSource field.
+    FIELDS = {
+        "base_url": "base_url", "model": "model_name", "api_key_env": "api_key_env", "temperature": "temperature",
+        "max_tokens": "max_tokens", "concurrency": "concurrency", "rate_limit": "rate_limit_per_minute",
+        "timeout": "request_timeout_seconds", "system_prompt": "system_prompt", "prompt_template": "prompt_template",
+        "logprobs": "logprobs", "top_logprobs": "top_logprobs",
+    }  # fmt: skip
+
     def handle(self, *args, **opts):
         if opts["concurrency"] < 1:
             raise CommandError("--concurrency must be at least 1")
-        source, created = AnswerSource.objects.get_or_create(
-            name=opts["name"], defaults={"kind": AnswerSource.Kind.MODEL}
-        )
-        if source.kind != AnswerSource.Kind.MODEL:
+        source = AnswerSource.objects.filter(name=opts["name"]).first()
+        created = source is None
+        if created:
+            source = AnswerSource(name=opts["name"], kind=AnswerSource.Kind.MODEL)
+        elif source.kind != AnswerSource.Kind.MODEL:
             raise CommandError(f"{source.name!r} exists and is not a model source ({source.get_kind_display()})")
-        source.base_url = opts["base_url"]
-        source.model_name = opts["model"]
-        source.api_key_env = opts["api_key_env"]
-        source.temperature = opts["temperature"]
-        source.max_tokens = opts["max_tokens"]
-        source.concurrency = opts["concurrency"]
-        source.rate_limit_per_minute = opts["rate_limit"]
-        source.request_timeout_seconds = opts["timeout"]
-        source.system_prompt = opts["system_prompt"]
-        source.prompt_template = opts["prompt_template"]
-        source.logprobs = opts["logprobs"]
-        source.top_logprobs = opts["top_logprobs"]
+        for option, field in self.FIELDS.items():
+            setattr(source, field, opts[option])
         try:
-            source.full_clean()
+            source.full_clean()  # validated before anything is written
         except ValidationError as error:
-            if created:
-                source.delete()
             raise CommandError("; ".join(f"{k}: {' '.join(v)}" for k, v in error.message_dict.items())) from None
         source.save()
         self.stdout.write(self.style.SUCCESS(f"{'Added' if created else 'Updated'} model source {source.name!r}"))
