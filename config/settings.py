@@ -120,6 +120,14 @@ DATABASES = {
         conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 0),
     )
 }
+if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
+    # The demo's web process and worker write to one file: WAL lets readers through, IMMEDIATE write
+    # transactions queue for the lock instead of failing with "database is locked" on upgrade.
+    DATABASES["default"]["OPTIONS"] = {
+        "timeout": 30,
+        "transaction_mode": "IMMEDIATE",
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+    }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -196,6 +204,25 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 30 * 60)
 CELERY_TASK_SOFT_TIME_LIMIT = CELERY_TASK_TIME_LIMIT - 30
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+if CELERY_BROKER_URL.startswith("filesystem://"):
+    # The demo's embedded broker: messages are files under var/, no broker service needed.
+    _broker_dir = VAR_DIR / "broker"
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "data_folder_in": str(_broker_dir / "messages"),
+        "data_folder_out": str(_broker_dir / "messages"),
+        "control_folder": str(_broker_dir / "control"),
+    }
+    for _folder in ("messages", "control"):
+        (_broker_dir / _folder).mkdir(parents=True, exist_ok=True)
+# Answer generation (datasets/generation/). Lanes are Celery tasks that each keep one request in flight.
+CELERY_GENERATION_QUEUE = env_str("CELERY_GENERATION_QUEUE")  # empty: the default queue
+GENERATION_MAX_ATTEMPTS = env_int("GENERATION_MAX_ATTEMPTS", 5)
+GENERATION_BACKOFF_SECONDS = env_int("GENERATION_BACKOFF_SECONDS", 2)  # doubles per attempt...
+GENERATION_BACKOFF_MAX_SECONDS = env_int("GENERATION_BACKOFF_MAX_SECONDS", 120)  # ...up to this
+# A request in flight longer than the source's timeout plus this margin belonged to a dead worker.
+GENERATION_LEASE_MARGIN_SECONDS = env_int("GENERATION_LEASE_MARGIN_SECONDS", 15)
+# A lane hands over to a fresh task after this long, so long jobs never meet the task time limit.
+GENERATION_LANE_BUDGET_SECONDS = env_int("GENERATION_LANE_BUDGET_SECONDS", 600)
 
 # Production hardening: on whenever DEBUG is off (`manage.py check --deploy` is clean).
 if not DEBUG:

@@ -32,10 +32,13 @@ class Completion:
 
 
 class LLMError(Exception):
-    def __init__(self, message: str, *, status: int | None = None, retryable: bool = False):
+    def __init__(
+        self, message: str, *, status: int | None = None, retryable: bool = False, retry_after: float | None = None
+    ):
         super().__init__(message)
         self.status = status
         self.retryable = retryable
+        self.retry_after = retry_after  # seconds the server asked us to wait (Retry-After), if it said
 
 
 class MissingAPIKey(LLMError):
@@ -88,7 +91,10 @@ def chat_completion(
     except urllib.error.HTTPError as error:
         detail = _error_message(error)
         retryable = error.code in RETRYABLE_STATUS
-        raise LLMError(f"HTTP {error.code}: {detail}", status=error.code, retryable=retryable) from error
+        retry_after = _retry_after_seconds(error.headers.get("Retry-After") if error.headers else None)
+        raise LLMError(
+            f"HTTP {error.code}: {detail}", status=error.code, retryable=retryable, retry_after=retry_after
+        ) from error
     except TimeoutError as error:
         raise LLMError(f"no answer within {timeout:g} s", retryable=True) from error
     except urllib.error.URLError as error:
@@ -119,3 +125,11 @@ def _error_message(error: urllib.error.HTTPError) -> str:
         return json.loads(raw)["error"]["message"]
     except (ValueError, KeyError, TypeError):
         return raw[:500] or error.reason
+
+
+def _retry_after_seconds(value: str | None) -> float | None:
+    """Retry-After in seconds; the HTTP-date form is rare from model APIs and is ignored."""
+    try:
+        return max(0.0, float(value)) if value else None
+    except ValueError:
+        return None

@@ -1,0 +1,172 @@
+"""Starting and steering generation jobs, and what their pages show."""
+
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.db import transaction
+from django.db.models import Count, Exists, Max, OuterRef, Q
+from django.utils import timezone
+
+from ..models import Answer, AnswerSource, Dataset, GenerationJob, GenerationLane, GenerationTask, settings_fingerprint
+from . import lanes
+
+
+class GenerationRefused(Exception):
+    """The job cannot start; the message says why, and `job` is the one already running, if that is why."""
+
+    def __init__(self, message: str, job: GenerationJob | None = None):
+        super().__init__(message)
+        self.job = job
+
+
+def check_source(source: AnswerSource) -> None:
+    if source.kind != AnswerSource.Kind.MODEL:
+        raise GenerationRefused(f"{source.name} is not a model source ({source.get_kind_display()}).")
+    if not source.base_url:
+        raise GenerationRefused(f"{source.name} has no endpoint: set its base URL first.")
+
+
+def start_job(*, dataset: Dataset, source: AnswerSource, user=None) -> GenerationJob:
+    """Create a job with one task per question lacking an answer with the source's current settings.
+
+    Questions already answered with these settings are counted, not asked again, so a re-run adds nothing.
+    """
+    check_source(source)
+    parameters = source.generation_settings()
+    settings_hash = settings_fingerprint(parameters)
+    with transaction.atomic():
+        running = GenerationJob.objects.filter(
+            dataset=dataset,
+            source=source,
+            settings_hash=settings_hash,
+            status__in=[GenerationJob.Status.QUEUED, GenerationJob.Status.RUNNING],
+        ).first()
+        if running is not None:
+            raise GenerationRefused(f"Job {running.id} is already generating these answers.", job=running)
+        answered = Answer.objects.filter(question=OuterRef("pk"), source=source, settings_hash=settings_hash)
+        questions = dataset.questions.annotate(answered=Exists(answered))
+        to_ask = list(questions.filter(answered=False).values_list("id", flat=True))
+        job = GenerationJob.objects.create(
+            dataset=dataset,
+            source=source,
+            parameters=parameters,
+            settings_hash=settings_hash,
+            already_present=questions.filter(answered=True).count(),
+            created_by=user,
+        )
+        GenerationTask.objects.bulk_create(
+            [GenerationTask(job=job, source=source, question_id=question_id) for question_id in to_ask],
+            batch_size=2000,
+        )
+        if not to_ask:
+            job.status, job.finished_at = GenerationJob.Status.DONE, timezone.now()
+            job.save(update_fields=["status", "finished_at"])
+        else:
+            transaction.on_commit(lambda: lanes.dispatch_lanes(source))
+    return job
+
+
+def retry_failed(job: GenerationJob) -> int:
+    """Put the job's failed questions back in the queue with a fresh attempt budget."""
+    if job.cancelled_at:
+        raise GenerationRefused("This job was cancelled; start a new one instead.")
+    with transaction.atomic():
+        count = job.tasks.filter(status=GenerationTask.Status.FAILED).update(
+            status=GenerationTask.Status.PENDING, attempts=0, not_before=None
+        )
+        if count:
+            GenerationJob.objects.filter(id=job.id).update(status=GenerationJob.Status.RUNNING, finished_at=None)
+            transaction.on_commit(lambda: lanes.dispatch_lanes(job.source))
+    return count
+
+
+def cancel_job(job: GenerationJob) -> int:
+    """Stop asking for the job's pending questions; answers already in flight are still kept."""
+    now = timezone.now()
+    return GenerationJob.objects.filter(
+        id=job.id, status__in=[GenerationJob.Status.QUEUED, GenerationJob.Status.RUNNING]
+    ).update(status=GenerationJob.Status.CANCELLED, cancelled_at=now, finished_at=now)
+
+
+def resume_job(job: GenerationJob) -> None:
+    """Send lanes again (after a broker restart lost them, say); lanes already alive ignore the call."""
+    if not job.is_finished:
+        transaction.on_commit(lambda: lanes.dispatch_lanes(job.source))
+
+
+@dataclass
+class JobProgress:
+    total: int
+    done: int
+    failed: int
+    pending: int
+    running: int
+    refusals: int
+    already_present: int
+    active_lanes: int
+    last_heartbeat: object  # datetime | None
+
+    @property
+    def finished_count(self) -> int:
+        return self.done + self.failed
+
+    @property
+    def percent(self) -> int:
+        return round(100 * self.finished_count / self.total) if self.total else 100
+
+    def as_dict(self) -> dict:
+        return {
+            "total": self.total, "done": self.done, "failed": self.failed, "pending": self.pending,
+            "running": self.running, "refusals": self.refusals, "already_present": self.already_present,
+            "active_lanes": self.active_lanes, "percent": self.percent,
+            "last_heartbeat": self.last_heartbeat.isoformat() if self.last_heartbeat else None,
+        }  # fmt: skip
+
+
+def job_progress(job: GenerationJob) -> JobProgress:
+    status = GenerationTask.Status
+    counts = job.tasks.aggregate(
+        total=Count("id"),
+        done=Count("id", filter=Q(status=status.DONE)),
+        failed=Count("id", filter=Q(status=status.FAILED)),
+        pending=Count("id", filter=Q(status=status.PENDING)),
+        running=Count("id", filter=Q(status=status.RUNNING)),
+        refusals=Count("id", filter=Q(status=status.DONE, answer__refusal=True)),
+    )
+    stale_before = timezone.now() - timedelta(seconds=lanes.lane_stale_seconds(job.source))
+    lanes_of_source = GenerationLane.objects.filter(source=job.source_id).aggregate(
+        active=Count("id", filter=Q(heartbeat_at__gte=stale_before)), last=Max("heartbeat_at")
+    )
+    return JobProgress(
+        **counts,
+        already_present=job.already_present,
+        active_lanes=lanes_of_source["active"],
+        last_heartbeat=lanes_of_source["last"],
+    )
+
+
+def worker_status() -> dict:
+    """Whether any Celery worker answers a ping: shown when a job waits, so it never hangs silently.
+
+    Cached for a few seconds, since the job page asks on every refresh and a ping waits for replies.
+    """
+    from django.conf import settings as django_settings
+    from django.core.cache import cache
+
+    if django_settings.CELERY_TASK_ALWAYS_EAGER:
+        return {"mode": "eager", "workers": []}
+    cached = cache.get("generation:worker-status")
+    if cached is None:
+        from config.celery import app
+
+        try:
+            replies = app.control.ping(timeout=1.0) or []
+            cached = {"mode": "broker", "workers": sorted(name for reply in replies for name in reply)}
+        except Exception as error:  # the broker itself is down: say so rather than fail the page
+            cached = {"mode": "broker", "workers": [], "error": f"cannot reach the broker: {error}"}
+        cache.set("generation:worker-status", cached, 5)
+    return cached
+
+
+def failed_tasks(job: GenerationJob):
+    return job.tasks.filter(status=GenerationTask.Status.FAILED).select_related("question").order_by("id")
