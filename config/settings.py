@@ -1,6 +1,7 @@
 """EquityRate settings, read from the environment.
 
-Development defaults are safe to run locally (SQLite under var/, eager Celery);
+Development defaults are safe to run locally (SQLite under var/, eager Celery unless a broker is set;
+the demo sets the embedded filesystem:// broker);
 production (DEBUG off) refuses to start without a real SECRET_KEY and ALLOWED_HOSTS.
 Every variable read here is listed in .env.example.
 """
@@ -184,6 +185,7 @@ SPECTACULAR_SETTINGS = {
         "AnswerSourceKindEnum": "datasets.models.AnswerSource.Kind",
         "ImportJobKindEnum": "datasets.models.ImportJob.Kind",
         "ImportJobStatusEnum": "datasets.models.ImportJob.Status",
+        "GenerationJobStatusEnum": "datasets.models.GenerationJob.Status",
     },
 }
 
@@ -193,7 +195,7 @@ IMPORT_MAX_UPLOAD_BYTES = env_int("IMPORT_MAX_UPLOAD_BYTES", 50 * 1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 
-# Celery: with no broker configured, tasks run eagerly in the web process (the embedded default).
+# Celery: with no broker configured, tasks run eagerly in the process that starts them.
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL")
 CELERY_RESULT_BACKEND = env_str("CELERY_RESULT_BACKEND") or None
 CELERY_TASK_ALWAYS_EAGER = not CELERY_BROKER_URL

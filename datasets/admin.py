@@ -1,7 +1,17 @@
 from django.contrib import admin
 from django.db.models import Count
 
-from .models import Answer, AnswerSource, CounterfactualPair, Dataset, ImportJob, Question
+from .models import (
+    Answer,
+    AnswerSource,
+    CounterfactualPair,
+    Dataset,
+    GenerationJob,
+    GenerationLane,
+    GenerationTask,
+    ImportJob,
+    Question,
+)
 
 
 @admin.register(Dataset)
@@ -73,7 +83,7 @@ class AnswerSourceAdmin(admin.ModelAdmin):
 @admin.register(Answer)
 class AnswerAdmin(admin.ModelAdmin):
     list_display = ["question_id_display", "source", "dataset", "model_name", "short_text", "generated_at"]
-    list_filter = ["source", "question__dataset", "source__kind"]
+    list_filter = ["source", "question__dataset", "source__kind", "refusal"]
     search_fields = ["text", "question__external_id", "question__text", "model_name"]
     list_select_related = ["question__dataset", "source"]
     raw_id_fields = ["question", "author"]
@@ -101,3 +111,52 @@ class ImportJobAdmin(admin.ModelAdmin):
     exclude = ["content"]
     readonly_fields = ["kind", "filename", "options", "status", "report", "errors", "created_by", "started_at",
                        "finished_at"]  # fmt: skip
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Rows the generation engine writes: shown for inspection, changed only by the engine and the job page."""
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(GenerationJob)
+class GenerationJobAdmin(ReadOnlyAdmin):
+    list_display = ["id", "dataset", "source", "status", "already_present", "created_by", "created_at"]
+    list_filter = ["status", "source"]
+    list_select_related = ["dataset", "source", "created_by"]
+    search_fields = ["dataset__name", "source__name"]
+    date_hierarchy = "created_at"
+
+
+@admin.register(GenerationTask)
+class GenerationTaskAdmin(ReadOnlyAdmin):
+    list_display = ["id", "job", "question_external_id", "status", "attempts", "short_error", "updated_at"]
+    list_filter = ["status"]
+    search_fields = ["error", "question__external_id"]
+    list_select_related = ["job__dataset", "job__source", "question"]
+    show_full_result_count = False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    @admin.display(description="Question", ordering="question__external_id")
+    def question_external_id(self, obj):
+        return obj.question.external_id
+
+    @admin.display(description="Error")
+    def short_error(self, obj):
+        return obj.error[:100]
+
+
+@admin.register(GenerationLane)
+class GenerationLaneAdmin(ReadOnlyAdmin):
+    list_display = ["source", "index", "holder", "heartbeat_at"]
+    list_filter = ["source"]
+    list_select_related = ["source"]
+
+    def has_delete_permission(self, request, obj=None):
+        return False

@@ -1,22 +1,28 @@
-"""JSON API for datasets, questions, pairs, answer sources, answers and import jobs.
+"""JSON API for datasets, questions, pairs, answer sources, answers, import jobs and generation jobs.
 
-The study team (coordinators and analysts) reads everything; coordinators add datasets and import files.
+The study team (coordinators and analysts) reads everything; coordinators add datasets and answer sources,
+import files and start, retry, cancel or resume answer generation.
 """
 
+import copy
+
 from django.conf import settings
+from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import Count, Q
-from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field, extend_schema_view
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
+from rest_framework.settings import api_settings
 
 from config.rest import QueryFilters
 from raters.api_permissions import IsCoordinator, IsStudyTeam
 
-from . import services
+from . import generation_pages, services
+from .generation import jobs
 from .importers.questions import FORMATS
-from .models import Answer, AnswerSource, CounterfactualPair, Dataset, ImportJob, Question
+from .models import Answer, AnswerSource, CounterfactualPair, Dataset, GenerationJob, ImportJob, Question
 
 # --- Serializers ---------------------------------------------------------------------------------
 
@@ -118,11 +124,49 @@ class PairSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
+ENDPOINT_FIELDS = [
+    "base_url", "api_key_env", "temperature", "max_tokens", "system_prompt", "prompt_template",
+    "request_timeout_seconds", "concurrency", "rate_limit_per_minute", "logprobs", "top_logprobs",
+]  # fmt: skip
+
+
 class AnswerSourceSerializer(serializers.ModelSerializer):
     class Meta:
         model = AnswerSource
-        fields = ["id", "name", "kind", "description", "model_name", "parameters", "created_at"]
+        fields = ["id", "name", "kind", "description", "model_name", "parameters", *ENDPOINT_FIELDS, "created_at"]
         read_only_fields = fields
+
+
+class AnswerSourceInputSerializer(serializers.ModelSerializer):
+    """A source as a coordinator writes it: checked as the admin checks it (the model's full_clean).
+
+    `api_key_env` names the environment variable holding the key; the key itself is never stored.
+    """
+
+    class Meta:
+        model = AnswerSource
+        fields = ["name", "kind", "description", "model_name", "parameters", *ENDPOINT_FIELDS]
+        extra_kwargs = {
+            # A source with no lane would never be asked; a timeout of 0 s would fail every request.
+            "concurrency": {"min_value": 1},
+            "request_timeout_seconds": {"min_value": 1},
+            "max_tokens": {"min_value": 1},
+            "rate_limit_per_minute": {"min_value": 1},
+            "top_logprobs": {"min_value": 1},
+        }
+
+    def validate(self, attrs):
+        candidate = copy.copy(self.instance) if self.instance is not None else AnswerSource()
+        for name, value in attrs.items():
+            setattr(candidate, name, value)
+        try:
+            candidate.full_clean()
+        except DjangoValidationError as error:
+            errors = error.message_dict
+            if "__all__" in errors:
+                errors[api_settings.NON_FIELD_ERRORS_KEY] = errors.pop("__all__")
+            raise serializers.ValidationError(errors) from None
+        return attrs
 
 
 class AnswerSerializer(serializers.ModelSerializer):
@@ -135,13 +179,82 @@ class AnswerSerializer(serializers.ModelSerializer):
         model = Answer
         fields = ["id", "dataset", "question", "question_external_id", "source", "source_name", "text",
                   "model_name", "prompt", "parameters", "settings_hash", "response_metadata", "generated_at",
-                  "latency_ms", "author", "provenance_note", "created_at"]  # fmt: skip
+                  "latency_ms", "refusal", "author", "provenance_note", "created_at"]  # fmt: skip
         read_only_fields = fields
 
     def get_author(self, answer) -> str | None:
         # A pseudonym, never a username: analysts read this.
         profile = getattr(answer.author, "rater_profile", None) if answer.author_id else None
         return profile.pseudonym if profile else None
+
+
+class GenerationProgressSerializer(serializers.Serializer):
+    total = serializers.IntegerField(help_text="Questions the job asks (those lacking an answer when it started).")
+    done = serializers.IntegerField(help_text="Answered (refusals included).")
+    failed = serializers.IntegerField(help_text="Gave up on: the error is kept; retry-failed asks them again.")
+    pending = serializers.IntegerField(help_text="Waiting, or backing off before another attempt.")
+    running = serializers.IntegerField(help_text="Requests in flight.")
+    refusals = serializers.IntegerField(help_text="Answers flagged as refused or empty (kept).")
+    already_present = serializers.IntegerField(help_text="Questions that had an answer with these settings.")
+    active_lanes = serializers.IntegerField(help_text="Lanes of the source with a live worker.")
+    percent = serializers.IntegerField()
+    last_heartbeat = serializers.DateTimeField(allow_null=True)
+
+
+class GenerationFailureSerializer(serializers.Serializer):
+    question = serializers.IntegerField(source="question_id")
+    question_external_id = serializers.CharField(source="question.external_id")
+    attempts = serializers.IntegerField()
+    error = serializers.CharField()
+    history = serializers.JSONField(help_text="[{at, attempt, error}] for every failed attempt.")
+
+
+class GenerationJobSerializer(serializers.ModelSerializer):
+    dataset_name = serializers.CharField(source="dataset.name", read_only=True)
+    source_name = serializers.CharField(source="source.name", read_only=True)
+    progress = serializers.SerializerMethodField()
+    url = serializers.HyperlinkedIdentityField(view_name="api:generation-job-detail")
+
+    class Meta:
+        model = GenerationJob
+        fields = ["id", "url", "dataset", "dataset_name", "source", "source_name", "status", "parameters",
+                  "already_present", "progress", "created_at", "started_at", "finished_at", "cancelled_at"]  # fmt: skip
+        read_only_fields = fields
+
+    @extend_schema_field(GenerationProgressSerializer)
+    def get_progress(self, job) -> dict:
+        return jobs.job_progress(job).as_dict()
+
+
+class GenerationJobDetailSerializer(GenerationJobSerializer):
+    failures = serializers.SerializerMethodField(
+        help_text=f"The failed questions (the first {generation_pages.FAILURES_SHOWN}; progress.failed counts all)."
+    )
+
+    class Meta(GenerationJobSerializer.Meta):
+        fields = [*GenerationJobSerializer.Meta.fields, "failures"]
+        read_only_fields = fields
+
+    @extend_schema_field(GenerationFailureSerializer(many=True))
+    def get_failures(self, job) -> list:
+        failures = jobs.failed_tasks(job)[: generation_pages.FAILURES_SHOWN]
+        return GenerationFailureSerializer(failures, many=True).data
+
+
+class GenerationJobCreateSerializer(serializers.Serializer):
+    dataset = serializers.PrimaryKeyRelatedField(queryset=Dataset.objects.all())
+    source = serializers.PrimaryKeyRelatedField(
+        queryset=AnswerSource.objects.all(), help_text="A model source with an endpoint (base_url)."
+    )
+
+
+class GenerationRefusedSerializer(serializers.Serializer):
+    detail = serializers.CharField()
+    job = serializers.IntegerField(allow_null=True, help_text="The job already generating these answers, if any.")
+
+
+class RequeuedSerializer(serializers.Serializer):
+    requeued = serializers.IntegerField(help_text="Failed questions put back in the queue.")
 
 
 # --- Query parameters ----------------------------------------------------------------------------
@@ -154,6 +267,12 @@ class QuestionFilters(QueryFilters):
 
 class PairFilters(QueryFilters):
     dataset = serializers.IntegerField(required=False, help_text="Only this dataset's pairs.")
+
+
+class GenerationJobFilters(QueryFilters):
+    dataset = serializers.IntegerField(required=False, help_text="Only this dataset's jobs.")
+    source = serializers.IntegerField(required=False, help_text="Only this answer source's jobs.")
+    status = serializers.ChoiceField(choices=GenerationJob.Status.choices, required=False)
 
 
 class AnswerFilters(QueryFilters):
@@ -253,11 +372,147 @@ class PairViewSet(viewsets.ReadOnlyModelViewSet):
         return pairs
 
 
-class AnswerSourceViewSet(viewsets.ReadOnlyModelViewSet):
+class AnswerSourceViewSet(mixins.CreateModelMixin, mixins.UpdateModelMixin, viewsets.ReadOnlyModelViewSet):
+    """Answer sources with their endpoint settings: the study team reads them; coordinators add and change them.
+
+    The API key is never stored or shown: `api_key_env` names the environment variable that holds it.
+    """
+
     permission_classes = [IsStudyTeam]
     serializer_class = AnswerSourceSerializer
     lookup_value_converter = "int"
     queryset = AnswerSource.objects.all()
+
+    def get_permissions(self):
+        if self.action in {"create", "update", "partial_update"}:
+            return [IsCoordinator()]
+        return super().get_permissions()
+
+    @extend_schema(request=AnswerSourceInputSerializer, responses={201: AnswerSourceSerializer})
+    def create(self, request, *args, **kwargs):
+        serializer = AnswerSourceInputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        source = serializer.save()
+        return Response(self.get_serializer(source).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=AnswerSourceInputSerializer, responses={200: AnswerSourceSerializer})
+    def update(self, request, *args, **kwargs):
+        serializer = AnswerSourceInputSerializer(
+            self.get_object(), data=request.data, partial=kwargs.get("partial", False)
+        )
+        serializer.is_valid(raise_exception=True)
+        source = serializer.save()
+        return Response(self.get_serializer(source).data)
+
+    @extend_schema(request=AnswerSourceInputSerializer, responses={200: AnswerSourceSerializer})
+    def partial_update(self, request, *args, **kwargs):
+        return self.update(request, *args, partial=True, **kwargs)
+
+
+@extend_schema_view(list=extend_schema(parameters=[GenerationJobFilters]))
+class GenerationJobViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
+    """Answer-generation jobs: one model source over one dataset, run by Celery workers.
+
+    The study team follows them; coordinators start, retry, cancel and resume them.
+    """
+
+    permission_classes = [IsStudyTeam]
+    lookup_value_converter = "int"
+
+    def get_queryset(self):
+        generation_jobs = GenerationJob.objects.select_related("dataset", "source").order_by("-created_at", "-id")
+        filters = GenerationJobFilters.from_request(self.request) if self.action == "list" else {}
+        if "dataset" in filters:
+            generation_jobs = generation_jobs.filter(dataset_id=filters["dataset"])
+        if "source" in filters:
+            generation_jobs = generation_jobs.filter(source_id=filters["source"])
+        if "status" in filters:
+            generation_jobs = generation_jobs.filter(status=filters["status"])
+        return generation_jobs
+
+    def get_serializer_class(self):
+        return GenerationJobSerializer if self.action == "list" else GenerationJobDetailSerializer
+
+    def get_permissions(self):
+        if self.action == "create":
+            return [IsCoordinator()]
+        return super().get_permissions()
+
+    def _job_response(self, job, status_code=status.HTTP_200_OK):
+        job = self.get_queryset().get(pk=job.pk)
+        return Response(GenerationJobDetailSerializer(job, context=self.get_serializer_context()).data, status_code)
+
+    @staticmethod
+    def _refused(message: str, job=None):
+        return Response({"detail": message, "job": job.pk if job else None}, status=status.HTTP_409_CONFLICT)
+
+    @extend_schema(
+        request=GenerationJobCreateSerializer,
+        responses={
+            201: GenerationJobDetailSerializer,
+            409: OpenApiResponse(
+                GenerationRefusedSerializer,
+                description="Refused: the source cannot generate, or a job is already generating these answers.",
+            ),
+        },
+    )
+    def create(self, request, *args, **kwargs):
+        """Start a job: every question of the dataset lacking an answer with the source's current settings."""
+        serializer = GenerationJobCreateSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        try:
+            job = jobs.start_job(**serializer.validated_data, user=request.user)
+        except jobs.GenerationRefused as refused:
+            return self._refused(str(refused), refused.job)
+        return self._job_response(job, status.HTTP_201_CREATED)
+
+    @extend_schema(
+        request=None,
+        responses={
+            200: RequeuedSerializer,
+            409: OpenApiResponse(GenerationRefusedSerializer, description="The job was cancelled."),
+        },
+    )
+    @action(detail=True, methods=["post"], url_path="retry-failed", permission_classes=[IsCoordinator])
+    def retry_failed(self, request, pk=None):
+        """Put the job's failed questions back in the queue with a fresh attempt budget."""
+        job = self.get_object()
+        try:
+            count = jobs.retry_failed(job)
+        except jobs.GenerationRefused as refused:
+            return self._refused(str(refused), job)
+        return Response({"requeued": count})
+
+    @extend_schema(
+        request=None,
+        responses={
+            200: GenerationJobDetailSerializer,
+            409: OpenApiResponse(GenerationRefusedSerializer, description="The job had already finished."),
+        },
+    )
+    @action(detail=True, methods=["post"], permission_classes=[IsCoordinator])
+    def cancel(self, request, pk=None):
+        """Stop asking the job's pending questions; answers already received (or in flight) are kept."""
+        job = self.get_object()
+        if not jobs.cancel_job(job):
+            return self._refused(f"Job {job.pk} had already finished.", job)
+        return self._job_response(job)
+
+    @extend_schema(
+        request=None,
+        responses={
+            200: GenerationJobDetailSerializer,
+            409: OpenApiResponse(GenerationRefusedSerializer, description="The job has finished."),
+        },
+    )
+    @action(detail=True, methods=["post"], permission_classes=[IsCoordinator])
+    def resume(self, request, pk=None):
+        """Send the job's lanes to the workers again (after a broker restart lost them, say)."""
+        job = self.get_object()
+        if job.is_finished:
+            return self._refused(f"Job {job.pk} has finished: there is nothing to resume.", job)
+        jobs.resume_job(job)
+        return self._job_response(job)
 
 
 @extend_schema_view(list=extend_schema(parameters=[AnswerFilters]))

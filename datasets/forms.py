@@ -2,7 +2,7 @@ from django import forms
 from django.conf import settings
 
 from .importers.questions import FORMATS
-from .models import AnswerSource
+from .models import AnswerSource, Dataset
 
 
 class UploadForm(forms.Form):
@@ -61,3 +61,17 @@ class AnswerImportForm(UploadForm):
         keys = ["source", "source_kind", "model", "question_id_column", "question_column", "answer_column"]
         return {**{key: data[key] for key in keys}, "dataset": data["dataset"] or None,
                 "provenance_note": data["provenance_note"]}  # fmt: skip
+
+
+def generating_sources():
+    """Sources a job can ask: model sources with an endpoint."""
+    return AnswerSource.objects.filter(kind=AnswerSource.Kind.MODEL).exclude(base_url="").order_by("name")
+
+
+class GenerationForm(forms.Form):
+    dataset = forms.ModelChoiceField(queryset=Dataset.objects.order_by("name"))
+    source = forms.ModelChoiceField(
+        queryset=generating_sources(),
+        label="Model source",
+        help_text="Its current settings are frozen into the job; questions already answered with them are skipped.",
+    )

@@ -5,8 +5,10 @@ local HTTP server that speaks the same protocol. Retries belong to the caller (a
 its budget; this module only says whether an error is worth retrying.
 """
 
+import http.client
 import json
 import os
+import re
 import time
 import urllib.error
 import urllib.request
@@ -51,9 +53,23 @@ def build_messages(*, question: str, prompt_template: str, system_prompt: str = 
     return messages
 
 
+# Only variables named like API keys may be read: a source can be edited by coordinators, and naming, say,
+# SECRET_KEY or DATABASE_URL would send the server's own secrets to the source's URL as a bearer token.
+API_KEY_VARIABLE = re.compile(r"^[A-Z][A-Z0-9_]*_API_(KEY|TOKEN)$")
+
+
+def check_api_key_variable(variable: str) -> None:
+    if variable and not API_KEY_VARIABLE.match(variable):
+        raise MissingAPIKey(
+            f"{variable!r} is not accepted as an API-key variable: the name must end in _API_KEY or _API_TOKEN "
+            "(e.g. OPENAI_API_KEY), so that no other secret of the server can be sent to a model endpoint"
+        )
+
+
 def api_key_from_env(variable: str) -> str | None:
     if not variable:
         return None
+    check_api_key_variable(variable)
     value = os.environ.get(variable)
     if not value:
         raise MissingAPIKey(f"the environment variable {variable} (the source's API key) is not set")
@@ -99,8 +115,11 @@ def chat_completion(
         raise LLMError(f"no answer within {timeout:g} s", retryable=True) from error
     except urllib.error.URLError as error:
         raise LLMError(f"cannot reach {base_url}: {error.reason}", retryable=True) from error
-    except json.JSONDecodeError as error:
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
         raise LLMError(f"the server's answer is not JSON ({error})", retryable=True) from error
+    except (http.client.HTTPException, ConnectionError) as error:
+        # The connection broke mid-answer (closed without a response, reset, truncated body).
+        raise LLMError(f"the connection to {base_url} broke: {error!r}", retryable=True) from error
     latency_ms = round((time.monotonic() - start) * 1000)
     try:
         choice = payload["choices"][0]

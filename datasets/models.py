@@ -4,6 +4,7 @@ import hashlib
 import json
 
 from django.conf import settings
+from django.core.validators import MinValueValidator
 from django.db import models
 from django.db.models import Q
 
@@ -112,14 +113,18 @@ class AnswerSource(models.Model):
         max_length=100, blank=True, help_text="Name of the environment variable holding the API key (never the key)."
     )
     temperature = models.FloatField(default=0.0)
-    max_tokens = models.PositiveIntegerField(default=1024)
+    max_tokens = models.PositiveIntegerField(default=1024, validators=[MinValueValidator(1)])
     system_prompt = models.TextField(blank=True)
     prompt_template = models.TextField(
         default="{question}", help_text="The user message; {question} is replaced by the question text."
     )
-    request_timeout_seconds = models.FloatField(default=120.0)
-    concurrency = models.PositiveSmallIntegerField(default=4, help_text="Requests in flight at once.")
-    rate_limit_per_minute = models.PositiveIntegerField(null=True, blank=True, help_text="Empty: no limit.")
+    request_timeout_seconds = models.FloatField(default=120.0, validators=[MinValueValidator(0.1)])
+    concurrency = models.PositiveSmallIntegerField(
+        default=4, validators=[MinValueValidator(1)], help_text="Requests in flight at once."
+    )
+    rate_limit_per_minute = models.PositiveIntegerField(
+        null=True, blank=True, validators=[MinValueValidator(1)], help_text="Empty: no limit."
+    )
     logprobs = models.BooleanField(default=False, help_text="Ask for token log-probabilities (e.g. Q-Pain).")
     top_logprobs = models.PositiveSmallIntegerField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -133,8 +138,17 @@ class AnswerSource(models.Model):
     def clean(self) -> None:
         from django.core.exceptions import ValidationError
 
+        from .llm_client import LLMError, check_api_key_variable
+
+        errors = {}
         if self.kind == self.Kind.MODEL and self.base_url and "{question}" not in self.prompt_template:
-            raise ValidationError({"prompt_template": "The template must contain {question}."})
+            errors["prompt_template"] = "The template must contain {question}."
+        try:
+            check_api_key_variable(self.api_key_env)
+        except LLMError as error:
+            errors["api_key_env"] = str(error)
+        if errors:
+            raise ValidationError(errors)
 
     def generation_settings(self) -> dict:
         """What decides a generated answer: stored on each answer, and part of its uniqueness."""

@@ -1,14 +1,14 @@
 """Shared fixtures: the seed datasets beside the repository, users in each role, a real Celery worker."""
 
 import os
-import subprocess
-import sys
-import time
 import uuid
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from django.db import connection
+
+from tests import celery_process
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED_DATASETS = REPO.parent / "shared" / "datasets"
@@ -68,71 +68,65 @@ def physician(db):
     return RaterFactory(pool="physician")
 
 
-def _database_url_for_worker() -> str:
-    settings = connection.settings_dict
-    if connection.vendor != "postgresql":
-        pytest.fail("integration tests need PostgreSQL: run them with scripts/test.sh (DATABASE_URL=postgres://...)")
-    user = settings.get("USER") or "postgres"
-    password = f":{settings['PASSWORD']}" if settings.get("PASSWORD") else ""
-    host = settings.get("HOST") or "127.0.0.1"
-    port = settings.get("PORT") or 5432
-    return f"postgres://{user}{password}@{host}:{port}/{settings['NAME']}"
-
-
 @pytest.fixture(scope="session")
-def celery_worker(django_db_setup, django_db_blocker, tmp_path_factory):
-    """A real `celery worker` process over Redis, using the test database; tasks go to its own queue."""
+def celery_test_broker(django_db_setup, django_db_blocker):
+    """What a worker needs to join this run: the test broker, the test database and the run's own queue.
+
+    Each run gets its own queue, so runs sharing one Redis never take each other's tasks.
+    """
     from config.celery import app
 
     broker = os.environ.get("TEST_CELERY_BROKER_URL")
     if not broker:
         pytest.fail("TEST_CELERY_BROKER_URL is not set: run the tests with scripts/test.sh")
-    queue = f"equityrate-test-{uuid.uuid4().hex[:8]}"
     with django_db_blocker.unblock():
-        database_url = _database_url_for_worker()
-    log = tmp_path_factory.mktemp("celery") / "worker.log"
-    env = {
-        **os.environ,
-        "DATABASE_URL": database_url,
-        "CELERY_BROKER_URL": broker,
-        "DEBUG": "true",
-    }
-    worker = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "config", "worker", "-Q", queue, "-c", "2",
-         "-n", f"{queue}@%h", "--loglevel=INFO", "--without-gossip", "--without-mingle"],
-        cwd=REPO, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT,
-    )  # fmt: skip
-    saved = {key: app.conf[key] for key in ("broker_url", "task_always_eager", "task_default_queue")}
-    app.conf.update(broker_url=broker, task_always_eager=False, task_default_queue=queue)
-    _reset_connection_pools(app)
+        if connection.vendor != "postgresql":
+            pytest.fail(
+                "integration tests need PostgreSQL: run them with scripts/test.sh (DATABASE_URL=postgres://...)"
+            )
+        worker_database = celery_process.database_url(connection.settings_dict)
+    queue = f"equityrate-test-{uuid.uuid4().hex[:8]}"
+    return SimpleNamespace(app=app, broker_url=broker, database_url=worker_database, queue=queue)
+
+
+@pytest.fixture
+def celery_broker(celery_test_broker):
+    """Send this test's tasks through the test broker to the run's queue; eager again once the test is over.
+
+    Per test, not per session: tests that come after rely on eager Celery running tasks in-process.
+    """
+    broker = celery_test_broker
+    with celery_process.using_broker(broker.app, broker_url=broker.broker_url, queue=broker.queue):
+        yield broker
+
+
+@pytest.fixture(scope="session")
+def celery_worker_process(celery_test_broker, tmp_path_factory):
+    """One real `celery worker` for the whole run, on the run's queue, using the test database.
+
+    A threads pool: generation lanes spend their time waiting on HTTP, and a source's lanes run side by side.
+    """
+    broker = celery_test_broker
     try:
-        _wait_for_worker(app, worker, f"{queue}@", log)
+        with celery_process.using_broker(broker.app, broker_url=broker.broker_url, queue=broker.queue):
+            worker = celery_process.start_worker(
+                broker.app,
+                queue=broker.queue,
+                broker_url=broker.broker_url,
+                database_url=broker.database_url,
+                log=tmp_path_factory.mktemp("celery") / "worker.log",
+                pool="threads",
+                concurrency=8,
+            )
+    except celery_process.WorkerNotReady as error:
+        pytest.fail(str(error))
+    try:
         yield worker
     finally:
-        app.conf.update(saved)
-        _reset_connection_pools(app)
-        worker.terminate()
-        try:
-            worker.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            worker.kill()
+        worker.stop()
 
 
-def _reset_connection_pools(app) -> None:
-    # Even an eager .delay() opens a producer pool for the broker configured at that moment;
-    # drop it so the next call connects to the broker set now.
-    if app._pool is not None:
-        app._pool.force_close_all()
-        app._pool = None
-    app.amqp._producer_pool = None
-
-
-def _wait_for_worker(app, worker, name_prefix: str, log: Path) -> None:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if worker.poll() is not None:
-            pytest.fail(f"the Celery worker exited with {worker.returncode}:\n{log.read_text()[-3000:]}")
-        replies = app.control.ping(timeout=1.0) or []
-        if any(name.startswith(name_prefix) for reply in replies for name in reply):
-            return
-    pytest.fail(f"the Celery worker did not answer within 60 s:\n{log.read_text()[-3000:]}")
+@pytest.fixture
+def celery_worker(celery_worker_process, celery_broker):
+    """A real Celery worker over Redis running this test's tasks (`.delay()` here reaches it)."""
+    return celery_worker_process

@@ -12,13 +12,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
 class FakeLLM:
-    def __init__(self, *, latency: float = 0.0, failures: int = 0, failure_status: int = 500):
+    def __init__(self, *, latency: float = 0.0, failures: int = 0, failure_status: int = 500, port: int = 0):
         self.latency = latency
         self.failures = failures
         self.failure_status = failure_status
         self.requests: list[dict] = []
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server = ThreadingHTTPServer(("127.0.0.1", port), self._handler())
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 

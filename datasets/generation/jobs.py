@@ -35,6 +35,8 @@ def start_job(*, dataset: Dataset, source: AnswerSource, user=None) -> Generatio
     parameters = source.generation_settings()
     settings_hash = settings_fingerprint(parameters)
     with transaction.atomic():
+        # Two coordinators starting the same job at once: the second waits here, then sees the first.
+        AnswerSource.objects.select_for_update().filter(pk=source.pk).first()
         running = GenerationJob.objects.filter(
             dataset=dataset,
             source=source,
@@ -68,9 +70,11 @@ def start_job(*, dataset: Dataset, source: AnswerSource, user=None) -> Generatio
 
 def retry_failed(job: GenerationJob) -> int:
     """Put the job's failed questions back in the queue with a fresh attempt budget."""
-    if job.cancelled_at:
-        raise GenerationRefused("This job was cancelled; start a new one instead.")
     with transaction.atomic():
+        # Locked and re-read, so a cancel arriving at the same moment is seen rather than undone.
+        job = GenerationJob.objects.select_for_update().get(pk=job.pk)
+        if job.cancelled_at:
+            raise GenerationRefused("This job was cancelled; start a new one instead.")
         count = job.tasks.filter(status=GenerationTask.Status.FAILED).update(
             status=GenerationTask.Status.PENDING, attempts=0, not_before=None
         )
@@ -83,9 +87,11 @@ def retry_failed(job: GenerationJob) -> int:
 def cancel_job(job: GenerationJob) -> int:
     """Stop asking for the job's pending questions; answers already in flight are still kept."""
     now = timezone.now()
-    return GenerationJob.objects.filter(
-        id=job.id, status__in=[GenerationJob.Status.QUEUED, GenerationJob.Status.RUNNING]
-    ).update(status=GenerationJob.Status.CANCELLED, cancelled_at=now, finished_at=now)
+    with transaction.atomic():
+        GenerationJob.objects.select_for_update().filter(pk=job.pk).first()  # one at a time with retry_failed
+        return GenerationJob.objects.filter(
+            id=job.id, status__in=[GenerationJob.Status.QUEUED, GenerationJob.Status.RUNNING]
+        ).update(status=GenerationJob.Status.CANCELLED, cancelled_at=now, finished_at=now)
 
 
 def resume_job(job: GenerationJob) -> None:

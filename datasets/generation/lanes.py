@@ -26,6 +26,12 @@ def lane_stale_seconds(source: AnswerSource) -> float:
     return work.lease_seconds(source)
 
 
+def check_interval(source: AnswerSource) -> float:
+    """Seconds between a lane's heartbeats. A request (up to the timeout) can separate two looks, so the gap
+    between beats must stay below the lease margin for a live lane never to look stale."""
+    return min(2.0, settings.GENERATION_LEASE_MARGIN_SECONDS / 2, lane_stale_seconds(source) / 3)
+
+
 def dispatch_lanes(source: AnswerSource) -> int:
     """Send a task for each of the source's lanes; a lane held by a live task ignores it.
 
@@ -101,15 +107,20 @@ def run_lane(source_id: int, index: int, *, budget_seconds: float | None = None)
 
 
 def _loop(source_id, index, mine, holder, deadline, next_request_at) -> str:
+    source, checked_at = None, float("-inf")
     while True:
-        source = AnswerSource.objects.get(id=source_id)  # live: concurrency and rate may change mid-job
-        if index >= source.concurrency:
-            return "lane retired (concurrency lowered)"
-        if not _beat(mine):
-            return "lane taken over"
-        if time.monotonic() > deadline:
+        now = time.monotonic()
+        if source is None or now - checked_at >= check_interval(source):
+            # Re-read the source (concurrency and rate may change mid-job) and beat, every few seconds
+            # rather than per answer: at high throughput the queries per answer are what limit a worker.
+            source, checked_at = AnswerSource.objects.get(id=source_id), now
+            if index >= source.concurrency:
+                return "lane retired (concurrency lowered)"
+            if not _beat(mine):
+                return "lane taken over"
+        if now > deadline:
             return "handed over"
-        wait = next_request_at - time.monotonic()
+        wait = next_request_at - now
         if wait > 0:
             time.sleep(min(wait, MAX_IDLE_SLEEP))
             continue
@@ -125,4 +136,3 @@ def _loop(source_id, index, mine, holder, deadline, next_request_at) -> str:
             # Each of the `concurrency` lanes takes its share of the per-minute budget.
             next_request_at = time.monotonic() + 60.0 * source.concurrency / source.rate_limit_per_minute
         work.execute_task(task, source)
-        work.finish_completed_jobs(source)

@@ -2,10 +2,10 @@
 
 import pytest
 from django.utils import timezone
-from rest_framework.test import APIClient
 
 from studies.models import Assignment, Rating
 from studies.services import MAX_VIEW_SECONDS
+from tests.api.client import client_for
 from tests.factories import (
     AnalystFactory,
     AnswerSourceFactory,
@@ -17,12 +17,6 @@ from tests.factories import (
 )
 
 pytestmark = pytest.mark.django_db
-
-
-def client_for(user) -> APIClient:
-    client = APIClient()
-    client.force_authenticate(user)
-    return client
 
 
 def rate(assignment, values, active_seconds=5.0, user=None):

@@ -2,9 +2,9 @@
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
-from rest_framework.test import APIClient
 
 from datasets.models import AnswerSource, Dataset, ImportJob, Question
+from tests.api.client import client_for
 from tests.factories import (
     AnalystFactory,
     AnswerFactory,
@@ -16,12 +16,6 @@ from tests.factories import (
 )
 
 pytestmark = pytest.mark.django_db
-
-
-def client_for(user) -> APIClient:
-    client = APIClient()
-    client.force_authenticate(user)
-    return client
 
 
 def test_datasets_list_their_question_and_pair_counts(coordinator):

@@ -1,8 +1,8 @@
 """Who may call which endpoint: the study team, coordinators only, raters for their own work; 401 when anonymous."""
 
 import pytest
-from rest_framework.test import APIClient
 
+from tests.api.client import client_for
 from tests.factories import (
     AnalystFactory,
     AssignmentFactory,
@@ -11,13 +11,6 @@ from tests.factories import (
 )
 
 pytestmark = pytest.mark.django_db
-
-
-def client_for(user=None) -> APIClient:
-    client = APIClient()
-    if user is not None:
-        client.force_authenticate(user)
-    return client
 
 
 @pytest.fixture

@@ -1,11 +1,11 @@
 """Studies, their items, ratings and raters through the API."""
 
 import pytest
-from rest_framework.test import APIClient
 
 from raters.models import RaterPool
 from studies.models import Assignment
 from studies.services import submit_rating
+from tests.api.client import client_for
 from tests.factories import (
     AnalystFactory,
     AssignmentFactory,
@@ -17,12 +17,6 @@ from tests.factories import (
 )
 
 pytestmark = pytest.mark.django_db
-
-
-def client_for(user) -> APIClient:
-    client = APIClient()
-    client.force_authenticate(user)
-    return client
 
 
 def test_a_study_shows_its_rubric_pools_replication_and_counts(coordinator):

@@ -7,12 +7,12 @@ pytestmark = pytest.mark.django_db
 
 
 def test_add_model_source_stores_the_endpoint_and_the_key_variable_not_the_key(capsys):
-    options = ["--api-key-env", "LLAMA_KEY", "--temperature", "0", "--max-tokens", "512", "--concurrency", "8"]
+    options = ["--api-key-env", "LLAMA_API_KEY", "--temperature", "0", "--max-tokens", "512", "--concurrency", "8"]
     call_command("add_model_source", "Local Llama", "--base-url", "http://127.0.0.1:8080/v1", "--model", "llama-3",
                  *options)  # fmt: skip
     source = AnswerSource.objects.get(name="Local Llama")
     assert (source.kind, source.base_url, source.model_name, source.api_key_env) == (
-        "model", "http://127.0.0.1:8080/v1", "llama-3", "LLAMA_KEY",
+        "model", "http://127.0.0.1:8080/v1", "llama-3", "LLAMA_API_KEY",
     )  # fmt: skip
     assert (source.max_tokens, source.concurrency) == (512, 8)
     assert source.generation_settings()["model"] == "llama-3"

@@ -161,14 +161,14 @@ def test_errors_that_retrying_cannot_fix_fail_at_once(dataset):
 
 
 def test_a_missing_api_key_fails_without_sending_anything(dataset, monkeypatch):
-    monkeypatch.delenv("EQUITYRATE_TEST_KEY", raising=False)
+    monkeypatch.delenv("EQUITYRATE_TEST_API_KEY", raising=False)
     with FakeLLM() as server:
-        source = model_source(server, api_key_env="EQUITYRATE_TEST_KEY", concurrency=1)
+        source = model_source(server, api_key_env="EQUITYRATE_TEST_API_KEY", concurrency=1)
         job = jobs.start_job(dataset=dataset, source=source)
         drain(source)
     assert not server.requests
     assert set(job.tasks.values_list("error", flat=True)) == {
-        "the environment variable EQUITYRATE_TEST_KEY (the source's API key) is not set"
+        "the environment variable EQUITYRATE_TEST_API_KEY (the source's API key) is not set"
     }
 
 
@@ -265,3 +265,67 @@ def test_existing_answers_with_other_settings_do_not_count(dataset):
     AnswerFactory(question=dataset.questions.first(), source=source, parameters={"temperature": 1})
     job = jobs.start_job(dataset=dataset, source=source)
     assert job.already_present == 0 and job.tasks.count() == 6
+
+
+def test_a_connection_broken_mid_answer_is_retried_not_a_crash(dataset, settings):
+    """A server that closes the connection without answering: recorded and retried, the lane goes on."""
+    import socket
+    import threading
+
+    settings.GENERATION_BACKOFF_SECONDS = 0
+    settings.GENERATION_MAX_ATTEMPTS = 2
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+
+    def hang_up():
+        while True:
+            try:
+                connection, _ = listener.accept()
+            except OSError:
+                return
+            connection.recv(65536)
+            connection.close()
+
+    threading.Thread(target=hang_up, daemon=True).start()
+    source = AnswerSourceFactory(base_url=f"http://127.0.0.1:{port}/v1", model_name="m", concurrency=1)
+    job = jobs.start_job(dataset=dataset, source=source)
+    try:
+        assert lanes.run_lane(source.id, 0) == "no work left"
+    finally:
+        listener.close()
+    failed = list(jobs.failed_tasks(job))
+    assert len(failed) == 6 and all(task.attempts == 2 for task in failed)
+    assert "the connection to" in failed[0].error and "broke" in failed[0].error
+
+
+def test_only_api_key_variables_can_be_read(dataset, monkeypatch):
+    from django.core.exceptions import ValidationError
+
+    monkeypatch.setenv("SECRET_KEY", "server secret")
+    with FakeLLM() as server:
+        source = model_source(server, api_key_env="SECRET_KEY", concurrency=1)
+        with pytest.raises(ValidationError, match="must end in _API_KEY or _API_TOKEN"):
+            source.full_clean()
+        job = jobs.start_job(dataset=dataset, source=source)  # saved without validation, e.g. by a script
+        drain(source)
+    assert not server.requests  # the secret was never sent
+    assert "is not accepted as an API-key variable" in jobs.failed_tasks(job).first().error
+
+
+def test_sources_need_at_least_one_lane():
+    from django.core.exceptions import ValidationError
+
+    source = AnswerSourceFactory.build(base_url="http://127.0.0.1:9/v1", model_name="m", concurrency=0)
+    with pytest.raises(ValidationError, match="concurrency"):
+        source.full_clean()
+
+
+def test_a_retry_after_a_cancel_is_refused(dataset):
+    source = AnswerSourceFactory(base_url="http://127.0.0.1:9/v1", model_name="m")
+    job = jobs.start_job(dataset=dataset, source=source)
+    job.tasks.filter(id=job.tasks.first().id).update(status=GenerationTask.Status.FAILED)
+    stale_copy = GenerationJob.objects.get(pk=job.pk)
+    jobs.cancel_job(job)
+    with pytest.raises(jobs.GenerationRefused, match="cancelled"):
+        jobs.retry_failed(stale_copy)  # its cancelled_at is from before the cancel
+    assert GenerationJob.objects.get(pk=job.pk).status == "cancelled"

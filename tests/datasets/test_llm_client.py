@@ -58,9 +58,9 @@ def test_time_outs_and_unreachable_servers_are_retryable():
 
 
 def test_api_keys_come_from_the_named_environment_variable(monkeypatch):
-    monkeypatch.setenv("TEST_MODEL_KEY", "sk-test")
-    assert api_key_from_env("TEST_MODEL_KEY") == "sk-test"
+    monkeypatch.setenv("TEST_MODEL_API_KEY", "sk-test")
+    assert api_key_from_env("TEST_MODEL_API_KEY") == "sk-test"
     assert api_key_from_env("") is None
-    monkeypatch.delenv("TEST_MODEL_KEY")
-    with pytest.raises(MissingAPIKey, match="TEST_MODEL_KEY"):
-        api_key_from_env("TEST_MODEL_KEY")
+    monkeypatch.delenv("TEST_MODEL_API_KEY")
+    with pytest.raises(MissingAPIKey, match="TEST_MODEL_API_KEY"):
+        api_key_from_env("TEST_MODEL_API_KEY")

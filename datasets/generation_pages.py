@@ -1,0 +1,90 @@
+"""What the answer-generation pages show beside a job's progress: recent jobs, the worker notice, provenance rows.
+
+The engine (datasets.generation) decides what a job does; this module only shapes it for pages, the API and
+the command.
+"""
+
+import json
+
+from django.db.models import Count, Q
+
+from .generation import jobs
+from .models import GenerationJob, GenerationTask
+
+FAILURES_SHOWN = 200
+
+NO_WORKER = (
+    "No Celery worker is answering, so this job is waiting. Start one with celery -A config worker (see README); "
+    "the job continues when it starts."
+)
+IDLE_WORKERS = (
+    "Celery workers are answering, but none is working on this job: they may be busy with other work, or its "
+    "queued tasks were lost (after a broker restart, say). Resume sends them again."
+)
+
+PARAMETER_LABELS = {
+    "model": "Model requested",
+    "temperature": "Temperature",
+    "max_tokens": "Max tokens",
+    "system_prompt": "System prompt",
+    "prompt_template": "Prompt template",
+    "logprobs": "Log-probabilities requested",
+    "top_logprobs": "Top log-probabilities requested",
+}
+
+
+def recent_jobs(limit: int = 20):
+    """The latest jobs with their task counts, in one query."""
+    status = GenerationTask.Status
+    return GenerationJob.objects.select_related("dataset", "source").annotate(
+        task_total=Count("tasks"),
+        task_done=Count("tasks", filter=Q(tasks__status=status.DONE)),
+        task_failed=Count("tasks", filter=Q(tasks__status=status.FAILED)),
+    )[:limit]
+
+
+def worker_notice(job: GenerationJob, progress: jobs.JobProgress) -> dict | None:
+    """Why an unfinished job is not moving, when it is not: {"kind": "no-worker" | "idle", "text", "detail"}.
+
+    With eager Celery (no broker) the work runs in the process that starts it, so there is nothing to say.
+    """
+    if job.is_finished:
+        return None
+    status = jobs.worker_status()
+    if status["mode"] == "eager":
+        return None
+    if not status["workers"]:
+        return {"kind": "no-worker", "text": NO_WORKER, "detail": status.get("error", "")}
+    if progress.active_lanes == 0 and progress.pending + progress.running > 0:
+        return {"kind": "idle", "text": IDLE_WORKERS, "detail": ""}
+    return None
+
+
+def progress_payload(job: GenerationJob, progress: jobs.JobProgress) -> dict:
+    """What the job page's script (and anyone polling) needs: status, counts and the worker notice."""
+    notice = worker_notice(job, progress)
+    return {
+        "id": job.id,
+        "status": job.status,
+        "status_display": job.get_status_display(),
+        "finished": job.is_finished,
+        "progress": progress.as_dict(),
+        "worker_warning": notice["text"] if notice else None,
+        "worker_notice": notice["kind"] if notice else None,
+        "worker_detail": notice["detail"] if notice else "",
+    }
+
+
+def parameter_rows(parameters: dict) -> list[tuple[str, object]]:
+    """An answer's generation settings as (label, value), known settings first and in a fixed order."""
+    known = [(label, parameters[key]) for key, label in PARAMETER_LABELS.items() if key in parameters]
+    others = [(key, value) for key, value in sorted(parameters.items()) if key not in PARAMETER_LABELS]
+    return known + others
+
+
+def metadata_rows(metadata: dict) -> list[tuple[str, str]]:
+    """A question's metadata as (key, text): strings as they are, anything else as JSON."""
+    return [
+        (key, value if isinstance(value, str) else json.dumps(value, ensure_ascii=False))
+        for key, value in (metadata or {}).items()
+    ]
