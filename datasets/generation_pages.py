@@ -7,6 +7,7 @@ the command.
 import json
 
 from django.db.models import Count, Q
+from django.utils import timezone
 
 from .generation import jobs
 from .models import GenerationJob, GenerationTask
@@ -17,6 +18,7 @@ NO_WORKER = (
     "No Celery worker is answering, so this job is waiting. Start one with celery -A config worker (see README); "
     "the job continues when it starts."
 )
+IDLE_GRACE_SECONDS = 10
 IDLE_WORKERS = (
     "Celery workers are answering, but none is working on this job: they may be busy with other work, or its "
     "queued tasks were lost (after a broker restart, say). Resume sends them again."
@@ -55,9 +57,15 @@ def worker_notice(job: GenerationJob, progress: jobs.JobProgress) -> dict | None
         return None
     if not status["workers"]:
         return {"kind": "no-worker", "text": NO_WORKER, "detail": status.get("error", "")}
-    if progress.active_lanes == 0 and progress.pending + progress.running > 0:
+    if progress.active_lanes == 0 and progress.pending + progress.running > 0 and _quiet_for_a_while(job, progress):
         return {"kind": "idle", "text": IDLE_WORKERS, "detail": ""}
     return None
+
+
+def _quiet_for_a_while(job: GenerationJob, progress: jobs.JobProgress) -> bool:
+    """A lane takes a moment to start (a broker polled once a second, a busy worker): no alarm before that."""
+    last_sign = max(filter(None, [job.created_at, progress.last_heartbeat]))
+    return (timezone.now() - last_sign).total_seconds() > IDLE_GRACE_SECONDS
 
 
 def progress_payload(job: GenerationJob, progress: jobs.JobProgress) -> dict:

@@ -4,8 +4,11 @@ Jobs run against a local chat-completions server (tests/llm_server.FakeLLM). Cel
 lanes a job dispatches at commit run inline once the captured on-commit callbacks execute.
 """
 
+from datetime import timedelta
+
 import pytest
 from django.urls import reverse
+from django.utils import timezone
 
 from datasets.generation import jobs, lanes
 from datasets.models import Answer, GenerationJob, GenerationTask
@@ -365,8 +368,11 @@ def test_workers_that_answer_but_run_no_lane_for_the_job_are_pointed_to_resume(
     monkeypatch.setattr(jobs, "worker_status", lambda: {"mode": "broker", "workers": ["celery@host"]})
     job = jobs.start_job(dataset=dataset, source=unreachable_source())
     client.force_login(coordinator)
+    url = reverse("datasets:generation_job", args=[job.pk])
+    assert 'data-notice="idle" hidden' in client.get(url).content.decode()  # a lane may be about to start
 
-    page = client.get(reverse("datasets:generation_job", args=[job.pk])).content.decode()
+    GenerationJob.objects.filter(pk=job.pk).update(created_at=timezone.now() - timedelta(seconds=30))
+    page = client.get(url).content.decode()
 
     assert 'data-notice="idle">' in page and "none is working on this job" in page
     assert 'data-notice="no-worker" hidden' in page
