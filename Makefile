@@ -6,10 +6,11 @@ demo:  ## Run the app on SQLite with eager Celery and demo data
 test:  ## Run the test suite against PostgreSQL, Redis and a Celery worker
 	scripts/test.sh
 
-lint:
+lint:  ## ruff, and mypy --strict on the pure statistics of analysis/
 	scripts/bootstrap.sh requirements-dev.txt
 	.venv/bin/ruff check .
 	.venv/bin/ruff format --check .
+	.venv/bin/mypy
 
 format:
 	.venv/bin/ruff format .

@@ -15,6 +15,7 @@ urlpatterns = [
     path("datasets/", include("datasets.urls")),
     path("studies/", include("studies.coordination_urls")),
     path("rate/", include("studies.urls")),
+    path("analysis/", include("analysis.urls")),
     path("", include("raters.urls")),
     path("api/", include("config.api")),
     path("admin/", admin.site.urls),

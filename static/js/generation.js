@@ -35,24 +35,5 @@
     if (detail) detail.textContent = data.worker_detail || "";
   }
 
-  function poll() {
-    fetch(url, { credentials: "same-origin", headers: { Accept: "application/json" } })
-      .then((response) => {
-        if (!response.ok) throw new Error(`HTTP ${response.status}`);
-        return response.json();
-      })
-      .then((data) => {
-        if (data.finished) {
-          window.location.reload();
-          return;
-        }
-        show(data);
-        setTimeout(poll, 2000);
-      })
-      .catch(() => {
-        // Signed out, or the server is restarting: fall back to reloading, as without the script.
-        setTimeout(() => window.location.reload(), 5000);
-      });
-  }
-  setTimeout(poll, 2000);
+  window.pollProgress(url, show);
 })();

@@ -3,6 +3,8 @@ from django.core.management.base import BaseCommand, CommandError
 from datasets.demo import seed_demo
 from datasets.importers import ImportRejected
 from studies.demo import seed_demo_studies
+from studies.demo_ratings import STUDY_NAME as SIMULATED
+from studies.demo_ratings import seed_simulated_ratings
 
 
 class Command(BaseCommand):
@@ -19,6 +21,7 @@ class Command(BaseCommand):
         except ImportRejected as rejected:
             raise CommandError(f"the committed demo data no longer imports: {rejected.summary()}") from None
         studies = seed_demo_studies()
+        simulated = seed_simulated_ratings()
         for login in seed.logins:
             self.stdout.write(f"login {login.role} {login.username} {login.password}")
         for dataset in seed.datasets:
@@ -30,6 +33,10 @@ class Command(BaseCommand):
             self.stdout.write(
                 f"study {demo.study.name!r} ({demo.study.kind}): {demo.items} items, {demo.assignments} assignments"
             )
+        self.stdout.write(
+            f"simulated ratings for the analysis pages: "
+            f"{simulated.created.get('ratings', 0) + simulated.already_present} in the studies {SIMULATED!r}"
+        )
         consumer_study = studies[0].study
         self.stdout.write(
             f"panel link (a new consumer from a crowd panel): /panel/{consumer_study.pk}/"

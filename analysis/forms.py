@@ -1,0 +1,56 @@
+from django import forms
+
+from studies.models import Study
+
+# Consumer regression predictors (release columns) and how the form names them.
+PREDICTORS = {
+    "rater_age_group": "Age group",
+    "rater_gender": "Gender",
+    "rater_race_ethnicity": "Race/ethnicity",
+}
+
+
+class RunAnalysisForm(forms.Form):
+    """Which ratings to analyse, and the consumer regression's reference levels among the levels present."""
+
+    study = forms.ModelChoiceField(
+        Study.objects.order_by("name"),
+        required=False,
+        empty_label="All studies",
+        help_text="The ratings of one study, or of every study together.",
+    )
+
+    def __init__(self, *args, levels: dict[str, list[tuple[str, int]]], **kwargs):
+        """levels: per predictor, the levels present with their number of consumer ratings, most frequent first."""
+        super().__init__(*args, **kwargs)
+        for predictor, label in PREDICTORS.items():
+            present = levels.get(predictor, [])
+            choices = [("", "Most frequent level")] + [(level, f"{level} ({n} ratings)") for level, n in present]
+            self.fields[predictor] = forms.ChoiceField(
+                label=label, choices=choices, required=False, initial=present[0][0] if present else ""
+            )
+
+    def reference_levels(self) -> dict[str, str]:
+        return {predictor: level for predictor in PREDICTORS if (level := self.cleaned_data.get(predictor))}
+
+    def regression_fields(self):
+        return [self[predictor] for predictor in PREDICTORS]
+
+
+class RatesFilterForm(forms.Form):
+    """GET filters of the rates table. Choices are the values the table holds; a missing or unknown value
+    falls back to the default, so the form always shows what the table below it shows."""
+
+    rubric = forms.ChoiceField(required=False)
+    dataset = forms.ChoiceField(required=False)
+    aggregation = forms.ChoiceField(required=False)
+
+    def __init__(self, query, *, values: dict[str, list[str]], defaults: dict[str, str]):
+        chosen = {}
+        for name, present in values.items():
+            value = query.get(name)
+            chosen[name] = value if value == "" or value in present else defaults.get(name, "")
+        super().__init__(chosen)
+        for name, present in values.items():
+            self.fields[name].choices = [("", "All"), *((value, value) for value in present)]
+        self.chosen = chosen

@@ -1,0 +1,78 @@
+"""Write the analysis report (shared/spec/analysis-report.md) of the ratings in the database or of a release."""
+
+import argparse
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from analysis import services, tables
+from analysis.loading import load_frames, load_frames_from_dir
+from analysis.models import TABLE_FIELDS
+from studies.exports import ExportError
+from studies.models import Study
+
+
+def reference_level(text: str) -> tuple[str, str]:
+    predictor, separator, level = text.partition("=")
+    if not separator or not predictor.strip() or not level.strip():
+        raise argparse.ArgumentTypeError(f"expected PREDICTOR=LEVEL, not {text!r}")
+    return predictor.strip(), level.strip()
+
+
+class Command(BaseCommand):
+    help = (
+        "Compute bias rates with bootstrap CIs, inter-rater reliability, the counterfactual cross-tab and the "
+        "consumer regression, and write rates.csv, reliability.csv, counterfactual_crosstab.csv and "
+        "consumer_regression.csv. Runs in this process (no Celery worker needed)."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--out", required=True, type=Path, help="Directory to write into (created if missing).")
+        source = parser.add_mutually_exclusive_group()
+        source.add_argument("--study", type=int, help="Only this study's ratings (its id); default: every study.")
+        source.add_argument(
+            "--from", dest="from_dir", type=Path, metavar="DIR",
+            help="Analyse the ratings_*.csv files of a release in DIR instead of the database.",
+        )  # fmt: skip
+        parser.add_argument("--seed", type=int, default=0, help="Seed of the bootstrap (default 0).")
+        parser.add_argument(
+            "--reference", action="append", default=[], type=reference_level, metavar="PREDICTOR=LEVEL",
+            help="Reference level of a consumer-regression predictor, e.g. rater_age_group=65+ (repeatable); "
+                 "default: each predictor's most frequent level.",
+        )  # fmt: skip
+
+    def handle(self, *args, out: Path, study: int | None, from_dir: Path | None, seed: int, reference, **options):
+        try:
+            frames = load_frames_from_dir(from_dir) if from_dir else load_frames(self._study(study))
+        except (ExportError, FileNotFoundError) as error:
+            raise CommandError(str(error)) from error
+        for kind, frame in frames.items():
+            self.stdout.write(f"{kind}: {len(frame)} ratings")
+        report = services.build_report(
+            frames, seed=seed, reference_levels=dict(reference), progress=self._progress(options["verbosity"])
+        )
+        out.mkdir(parents=True, exist_ok=True)
+        tables.write_report(report, out)
+        for name in TABLE_FIELDS:
+            self.stdout.write(f"{name}.csv: {len(getattr(report, name))} rows")
+        self.stdout.write(self.style.SUCCESS(f"Written to {out}"))
+
+    def _study(self, study_id: int | None) -> Study | None:
+        if study_id is None:
+            return None
+        study = Study.objects.filter(pk=study_id).first()
+        if study is None:
+            raise CommandError(f"There is no study with id {study_id}.")
+        return study
+
+    def _progress(self, verbosity: int):
+        if verbosity < 2:
+            return None
+        shown = {"step": None}
+
+        def show(percent: int, step: str) -> None:
+            if step != shown["step"]:
+                shown["step"] = step
+                self.stderr.write(f"{percent:3d} % {step}")
+
+        return show

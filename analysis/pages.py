@@ -1,0 +1,193 @@
+"""What the analysis pages show: a run's tables read back from its CSV text, formatted, filtered and plotted.
+
+The statistics (analysis.tables) decide the numbers; this module only shapes them for the pages.
+"""
+
+import io
+import math
+from collections import Counter
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from django.urls import reverse
+
+from studies.exports import exported_ratings
+from studies.release import INDEPENDENT, LIST_SEPARATOR
+
+from . import tables
+from .forms import PREDICTORS, RatesFilterForm
+from .models import TABLE_FIELDS, AnalysisRun
+
+TABLE_TITLES = {
+    "rates": "Rates with 95% CIs",
+    "reliability": "Inter-rater reliability",
+    "counterfactual_crosstab": "Counterfactual cross-tab",
+    "consumer_regression": "Consumer regression",
+}
+RUBRICS = ["independent", "pairwise", "counterfactual"]
+AGGREGATIONS = ["pooled", "majority", "any"]
+COUNT_COLUMNS = {"n", "n_items", "n_raters"}
+CI_COLUMNS = ("ci_low", "ci_high")
+PLOT_FORMATS = {"svg": "image/svg+xml", "png": "image/png"}
+CONSUMER_POOL = "consumer"
+
+
+def read_table(run: AnalysisRun, name: str) -> pd.DataFrame:
+    """A finished run's table as `pandas.read_csv` reads the file `analyze` writes."""
+    text = run.table_csv(name)
+    if not text.strip():
+        return pd.DataFrame()
+    return pd.read_csv(io.StringIO(text))
+
+
+# --- Formatting ----------------------------------------------------------------------------------------
+
+
+def number(value, column: str = "") -> str:
+    """Three decimals; counts as whole numbers; p-values below 0.001 as "<0.001"; missing as empty."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return str(value)
+    if column in COUNT_COLUMNS:
+        return str(int(value))
+    if column == "p_value" and value < 0.001:
+        return "<0.001"
+    return f"{value:.3f}"
+
+
+def interval(low, high) -> str:
+    low, high = number(low), number(high)
+    return f"{low} – {high}" if low and high else ""
+
+
+@dataclass
+class DisplayTable:
+    name: str
+    title: str
+    columns: list[str]
+    rows: list[list[str]]
+    total: int  # rows in the whole table, before any filter
+
+
+def display_table(name: str, frame: pd.DataFrame, total: int | None = None) -> DisplayTable:
+    """Every column of the CSV, ci_low/ci_high shown together as one "95% CI" column where they appear."""
+    has_ci = all(column in frame.columns for column in CI_COLUMNS)
+    columns, labels = [], []
+    for column in frame.columns:
+        if column in CI_COLUMNS:
+            if column == "ci_low":
+                columns.append("ci")
+                labels.append("95% CI")
+            continue
+        columns.append(column)
+        labels.append(column.replace("_", " "))
+    rows = []
+    for record in frame.to_dict("records"):
+        cells = []
+        for column in columns:
+            if column == "ci" and has_ci:
+                cells.append(interval(record["ci_low"], record["ci_high"]))
+            else:
+                cells.append(number(record[column], column))
+        rows.append(cells)
+    return DisplayTable(name, TABLE_TITLES[name], labels, rows, len(frame) if total is None else total)
+
+
+# --- The rates table: filters and plots ------------------------------------------------------------------
+
+
+def _present(frame: pd.DataFrame, column: str, order: list[str] | None = None) -> list[str]:
+    if column not in frame.columns:
+        return []
+    values = [str(value) for value in frame[column].dropna().unique()]
+    if order:
+        return [value for value in order if value in values] + sorted(set(values) - set(order))
+    return sorted(values)
+
+
+def rates_section(run: AnalysisRun, query) -> dict:
+    """The rates table filtered by rubric / dataset / aggregation (GET), and the plots of that rubric."""
+    rates = read_table(run, "rates")
+    values = {
+        "rubric": _present(rates, "rubric", RUBRICS),
+        "dataset": _present(rates, "dataset"),
+        "aggregation": _present(rates, "aggregation", AGGREGATIONS),
+    }
+    defaults = {"rubric": values["rubric"][0] if values["rubric"] else "", "dataset": "", "aggregation": "pooled"}
+    form = RatesFilterForm(query, values=values, defaults=defaults)
+    shown = rates
+    for column, value in form.chosen.items():
+        if value:
+            shown = shown[shown[column].astype(str) == value]
+    return {
+        "rates_form": form,
+        "rates_table": display_table("rates", shown, total=len(rates)),
+        "plots": plot_links(run, rates, form.chosen),
+    }
+
+
+def plot_links(run: AnalysisRun, rates: pd.DataFrame, chosen: dict[str, str]) -> list[dict]:
+    """One figure per outcome of the chosen rubric (all rubrics when none is) at the chosen aggregation."""
+    if rates.empty:
+        return []
+    aggregation = chosen.get("aggregation") or "pooled"
+    rubrics = [chosen["rubric"]] if chosen.get("rubric") else _present(rates, "rubric", RUBRICS)
+    links = []
+    for rubric in rubrics:
+        cells = rates[(rates["rubric"] == rubric) & (rates["aggregation"] == aggregation)]
+        for outcome in cells["outcome"].drop_duplicates():
+            urls = {
+                fmt: reverse("analysis:plot", args=[run.pk, rubric, outcome, aggregation, fmt]) for fmt in PLOT_FORMATS
+            }
+            title = f"{rubric.capitalize()} rubric: {outcome.replace('_', ' ')} ({aggregation})"
+            links.append({"title": title, "name": f"{rubric}-{outcome}-{aggregation}", **urls})
+    return links
+
+
+def has_plot(rates: pd.DataFrame, *, rubric: str, outcome: str, aggregation: str) -> bool:
+    if rates.empty:
+        return False
+    cells = rates[(rates["rubric"] == rubric) & (rates["outcome"] == outcome) & (rates["aggregation"] == aggregation)]
+    return not cells.empty
+
+
+def run_tables(run: AnalysisRun, query) -> dict:
+    """Everything a finished run's page shows."""
+    context = rates_section(run, query)
+    context["other_tables"] = [display_table(name, read_table(run, name)) for name in TABLE_FIELDS if name != "rates"]
+    return context
+
+
+# --- The run form and the progress poll --------------------------------------------------------------------
+
+
+def consumer_levels(study=None) -> dict[str, list[tuple[str, int]]]:
+    """Per regression predictor, the levels among the current consumer ratings with their counts, most
+    frequent first (ties by name), as the export writes them (race/ethnicity: every category chosen, joined)."""
+    ratings = exported_ratings(INDEPENDENT, study).filter(assignment__rater__pool__slug=CONSUMER_POOL)
+    counters = {predictor: Counter() for predictor in PREDICTORS}
+    background = "assignment__rater__background__"
+    rows = ratings.values_list(f"{background}age_group", f"{background}gender", f"{background}race_ethnicity")
+    for age_group, gender, race_ethnicity in rows.iterator():
+        # As the regression names a rater's answer (tables.race_ethnicity_levels): every category chosen.
+        race = tables.race_ethnicity_levels(np.array([LIST_SEPARATOR.join(race_ethnicity or [])]))[0]
+        for predictor, value in zip(PREDICTORS, (age_group, gender, race), strict=True):
+            if value:
+                counters[predictor][value] += 1
+    return {
+        predictor: sorted(counter.items(), key=lambda item: (-item[1], item[0]))
+        for predictor, counter in counters.items()
+    }
+
+
+def progress_payload(run: AnalysisRun) -> dict:
+    return {
+        "id": run.pk,
+        "status": run.status,
+        "status_display": run.get_status_display(),
+        "finished": run.is_finished,
+        "progress": run.progress,
+        "step": run.step,
+    }

@@ -1,0 +1,123 @@
+"""Running analyses: the entry points for the dashboard button (a Celery task) and the `analyze` command."""
+
+import logging
+import tempfile
+import time
+from collections.abc import Callable
+from datetime import timedelta
+from pathlib import Path
+
+import pandas as pd
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from studies.models import Study
+
+from . import tables
+from .loading import load_frames
+from .models import TABLE_FIELDS, AnalysisRun
+
+logger = logging.getLogger(__name__)
+
+PROGRESS_INTERVAL_SECONDS = 0.5
+# Loading the ratings is the first tenth of a run, the statistics the rest but saving.
+LOADED_AT, COMPUTED_AT = 10, 95
+
+Progress = Callable[[int, str], None]
+
+
+def start_analysis(
+    *, study: Study | None, user, reference_levels: dict[str, str] | None = None, seed: int = 0
+) -> AnalysisRun:
+    """Queue an analysis of a study's ratings (or every study's, study=None); a worker runs it."""
+    from .tasks import run_analysis as run_analysis_task
+
+    run = AnalysisRun.objects.create(
+        study=study, created_by=user, reference_levels=reference_levels or {}, seed=seed, step="Waiting for a worker"
+    )
+    transaction.on_commit(lambda: run_analysis_task.delay(run.id))
+    return run
+
+
+def build_report(
+    frames: dict[str, pd.DataFrame],
+    *,
+    seed: int = 0,
+    reference_levels: dict[str, str] | None = None,
+    progress: Progress | None = None,
+) -> tables.Report:
+    """The report of three release-format frames, its progress mapped onto LOADED_AT..COMPUTED_AT percent."""
+
+    def report_progress(*, step: str = "", fraction: float = 0.0) -> None:  # tables.build_report calls it so
+        if progress is not None:
+            share = min(max(float(fraction), 0.0), 1.0)
+            progress(LOADED_AT + round(share * (COMPUTED_AT - LOADED_AT)), step)
+
+    return tables.build_report(frames, seed=seed, reference_levels=reference_levels or None, progress=report_progress)
+
+
+def report_csv_texts(report: tables.Report) -> dict[str, str]:
+    """The four tables as the CSV text `write_report` writes, by table name (the files `analyze --out` holds)."""
+    with tempfile.TemporaryDirectory() as directory:
+        tables.write_report(report, directory)
+        return {name: (Path(directory) / f"{name}.csv").read_text(encoding="utf-8") for name in TABLE_FIELDS}
+
+
+class _ProgressWriter:
+    """Writes a run's progress and step, at most every PROGRESS_INTERVAL_SECONDS (the page polls every 2 s)."""
+
+    def __init__(self, run_id: int):
+        self.run_id = run_id
+        self.written_at = float("-inf")
+        self.percent, self.step = 0, ""  # the latest, written or not
+
+    def __call__(self, percent: int, step: str, *, force: bool = False) -> None:
+        self.percent, self.step = max(0, min(100, int(percent))), step[:200]
+        now = time.monotonic()
+        if not force and now - self.written_at < PROGRESS_INTERVAL_SECONDS:
+            return
+        self.written_at = now
+        AnalysisRun.objects.filter(id=self.run_id, status=AnalysisRun.Status.RUNNING).update(
+            progress=self.percent, step=self.step
+        )
+
+
+def run_analysis(*, run_id: int) -> AnalysisRun | None:
+    """Claim a queued run and compute its report; a run another worker is computing is left alone.
+
+    A run still marked running after the task time limit belonged to a worker that died (nothing but its
+    progress was written), so the redelivered task may compute it again. Any error fails the run with its
+    message, shown on the run's page.
+    """
+    now = timezone.now()
+    stale = now - timedelta(seconds=settings.CELERY_TASK_TIME_LIMIT)
+    claimable = Q(status=AnalysisRun.Status.QUEUED) | Q(status=AnalysisRun.Status.RUNNING, started_at__lt=stale)
+    claimed = AnalysisRun.objects.filter(claimable, id=run_id).update(
+        status=AnalysisRun.Status.RUNNING, started_at=now, progress=0, step="Loading the ratings"
+    )
+    if not claimed:
+        return None
+    run = AnalysisRun.objects.select_related("study").get(id=run_id)
+    progress = _ProgressWriter(run.id)
+    try:
+        progress(0, "Loading the ratings")
+        frames = load_frames(run.study)
+        run.ratings = {kind: len(frame) for kind, frame in frames.items()}
+        progress(LOADED_AT, "Computing the tables")
+        report = build_report(frames, seed=run.seed, reference_levels=run.reference_levels, progress=progress)
+        progress(COMPUTED_AT, "Saving the tables", force=True)
+        texts = report_csv_texts(report)
+    except Exception as error:  # whatever went wrong, the run's page must say what
+        logger.exception("analysis run %s failed", run.id)
+        run.status = AnalysisRun.Status.FAILED
+        run.error = f"{type(error).__name__}: {error}"
+        run.progress, run.step = progress.percent, progress.step  # where it failed
+    else:
+        for name, text in texts.items():
+            setattr(run, TABLE_FIELDS[name], text)
+        run.status, run.progress, run.step, run.error = AnalysisRun.Status.DONE, 100, "Finished", ""
+    run.finished_at = timezone.now()
+    run.save(update_fields=["status", "progress", "step", "error", "ratings", *TABLE_FIELDS.values(), "finished_at"])
+    return run

@@ -1,0 +1,18 @@
+from django.urls import path, re_path
+
+from . import views
+
+app_name = "analysis"
+
+urlpatterns = [
+    path("", views.index, name="index"),
+    path("runs/<int:pk>/", views.run_detail, name="run"),
+    path("runs/<int:pk>/progress/", views.run_progress, name="progress"),
+    path("runs/<int:pk>/<str:table>.csv", views.table_csv, name="table_csv"),
+    re_path(
+        r"^runs/(?P<pk>[0-9]+)/plots/(?P<rubric>[a-z_]+)-(?P<outcome>[a-z0-9_]+)-(?P<aggregation>[a-z_]+)"
+        r"\.(?P<fmt>svg|png)$",
+        views.plot,
+        name="plot",
+    ),
+]

@@ -1,0 +1,81 @@
+"""The analyst pages: runs, the Run analysis form, a run's progress, tables, plots and downloads.
+
+Coordinators and analysts (the study team) use them; raters get 403.
+"""
+
+from django.http import Http404, HttpResponse, JsonResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.cache import cache_control
+from django.views.decorators.http import require_GET, require_http_methods
+
+from raters.access import study_team_required
+
+from . import pages, plots, services
+from .forms import PREDICTORS, RunAnalysisForm
+from .loading import KINDS
+from .models import TABLE_FIELDS, AnalysisRun
+
+RUNS_SHOWN = 50
+
+
+@require_http_methods(["GET", "POST"])
+@study_team_required
+def index(request):
+    form = RunAnalysisForm(
+        request.POST or None, initial={"study": request.GET.get("study")}, levels=pages.consumer_levels()
+    )
+    if request.method == "POST" and form.is_valid():
+        run = services.start_analysis(
+            study=form.cleaned_data["study"], user=request.user, reference_levels=form.reference_levels()
+        )
+        return redirect("analysis:run", run.pk)
+    runs = AnalysisRun.objects.select_related("study", "created_by")[:RUNS_SHOWN]
+    status = 400 if form.errors else 200
+    return render(request, "analysis/index.html", {"form": form, "runs": runs}, status=status)
+
+
+@require_GET
+@study_team_required
+def run_detail(request, pk):
+    run = get_object_or_404(AnalysisRun.objects.select_related("study", "created_by"), pk=pk)
+    context = {
+        "run": run,
+        "ratings": [(kind, run.ratings[kind]) for kind in KINDS if kind in run.ratings],
+        "reference_levels": [(PREDICTORS.get(p, p), level) for p, level in run.reference_levels.items()],
+    }
+    if run.status == AnalysisRun.Status.DONE:
+        context.update(pages.run_tables(run, request.GET))
+    return render(request, "analysis/run.html", context)
+
+
+@require_GET
+@study_team_required
+def run_progress(request, pk):
+    return JsonResponse(pages.progress_payload(get_object_or_404(AnalysisRun, pk=pk)))
+
+
+@require_GET
+@study_team_required
+@cache_control(private=True, max_age=3600)  # a finished run never changes
+def table_csv(request, pk, table):
+    if table not in TABLE_FIELDS:
+        raise Http404("No such table.")
+    run = get_object_or_404(AnalysisRun, pk=pk, status=AnalysisRun.Status.DONE)
+    response = HttpResponse(run.table_csv(table), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="analysis-{run.pk}-{table}.csv"'
+    return response
+
+
+@require_GET
+@study_team_required
+@cache_control(private=True, max_age=3600)
+def plot(request, pk, rubric, outcome, aggregation, fmt):
+    run = get_object_or_404(AnalysisRun, pk=pk, status=AnalysisRun.Status.DONE)
+    rates = pages.read_table(run, "rates")
+    if not pages.has_plot(rates, rubric=rubric, outcome=outcome, aggregation=aggregation):
+        raise Http404("The run has no rates for this plot.")
+    image = plots.rates_figure(rates, rubric=rubric, outcome=outcome, aggregation=aggregation, fmt=fmt)
+    response = HttpResponse(image, content_type=pages.PLOT_FORMATS[fmt])
+    name = f"analysis-{run.pk}-{rubric}-{outcome}-{aggregation}.{fmt}"
+    response["Content-Disposition"] = f'inline; filename="{name}"'
+    return response
