@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from django.db.models import Count
 from django.urls import reverse
 
 from studies.exports import exported_ratings
@@ -169,13 +170,15 @@ def consumer_levels(study=None) -> dict[str, list[tuple[str, int]]]:
     ratings = exported_ratings(INDEPENDENT, study).filter(assignment__rater__pool__slug=CONSUMER_POOL)
     counters = {predictor: Counter() for predictor in PREDICTORS}
     background = "assignment__rater__background__"
-    rows = ratings.values_list(f"{background}age_group", f"{background}gender", f"{background}race_ethnicity")
-    for age_group, gender, race_ethnicity in rows.iterator():
+    # Counted in the database: the form is shown on every visit, and a study may hold many consumer ratings.
+    fields = [f"{background}age_group", f"{background}gender", f"{background}race_ethnicity"]
+    rows = ratings.order_by().values(*fields).annotate(n=Count("id")).values_list(*fields, "n")
+    for age_group, gender, race_ethnicity, n in rows:
         # As the regression names a rater's answer (tables.race_ethnicity_levels): every category chosen.
         race = tables.race_ethnicity_levels(np.array([LIST_SEPARATOR.join(race_ethnicity or [])]))[0]
         for predictor, value in zip(PREDICTORS, (age_group, gender, race), strict=True):
             if value:
-                counters[predictor][value] += 1
+                counters[predictor][value] += n
     return {
         predictor: sorted(counter.items(), key=lambda item: (-item[1], item[0]))
         for predictor, counter in counters.items()

@@ -95,9 +95,8 @@ def run_lane(source_id: int, index: int, *, budget_seconds: float | None = None)
     mine = {"source_id": source_id, "index": index, "token": token}
     budget = settings.GENERATION_LANE_BUDGET_SECONDS if budget_seconds is None else budget_seconds
     deadline = time.monotonic() + budget
-    next_request_at = 0.0  # monotonic; spaces this lane's requests to honour the source's rate limit
     try:
-        reason = _loop(source_id, index, mine, holder, deadline, next_request_at)
+        reason = _loop(source_id, index, mine, holder, deadline)
     finally:
         GenerationLane.objects.filter(**mine).update(token="", holder="", heartbeat_at=None)
     if reason == "no work left" and work.seconds_until_due(source) is not None:
@@ -106,8 +105,9 @@ def run_lane(source_id: int, index: int, *, budget_seconds: float | None = None)
     return reason
 
 
-def _loop(source_id, index, mine, holder, deadline, next_request_at) -> str:
+def _loop(source_id, index, mine, holder, deadline) -> str:
     source, checked_at = None, float("-inf")
+    next_request_at = 0.0  # monotonic; spaces this lane's requests to honour the source's rate limit
     while True:
         now = time.monotonic()
         if source is None or now - checked_at >= check_interval(source):
