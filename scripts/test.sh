@@ -10,6 +10,9 @@ scripts/chromium.sh
 export DEBUG=true
 export DATABASE_URL="${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test}"
 export TEST_CELERY_BROKER_URL="${TEST_CELERY_BROKER_URL:-redis://127.0.0.1:6379/15}"
+# Throttling counters live in Redis, as in production (each run under its own key prefix: tests/conftest.py).
+export CACHE_URL="${TEST_CACHE_URL:-redis://127.0.0.1:6379/14}"
+export CACHE_KEY_PREFIX="equityrate-test-$$"
 # The Django process itself runs tasks eagerly unless a test points it at the worker.
 unset CELERY_BROKER_URL
 

@@ -37,6 +37,24 @@ def _fast_password_hashing(settings):
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
+@pytest.fixture(autouse=True)
+def _empty_cache():
+    """Each test starts with no throttling counters. On Redis only this run's keys go (other runs share the
+    server under their own CACHE_KEY_PREFIX), never a FLUSHDB."""
+    yield
+    from django.conf import settings
+    from django.core.cache import cache
+
+    prefix = settings.CACHES["default"].get("KEY_PREFIX", "")
+    if settings.CACHES["default"]["BACKEND"].endswith("RedisCache"):
+        client = cache._cache.get_client(write=True)
+        keys = list(client.scan_iter(match=f"{prefix}:*", count=1000))
+        if keys:
+            client.delete(*keys)
+    else:
+        cache.clear()
+
+
 @pytest.fixture
 def reference_data():
     """The rows migrations create (pools, rubrics, survey categories).
