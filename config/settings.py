@@ -12,6 +12,8 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from config.key_hosts import parse_key_hosts
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 
@@ -242,6 +244,12 @@ GENERATION_BACKOFF_MAX_SECONDS = env_int("GENERATION_BACKOFF_MAX_SECONDS", 120) 
 GENERATION_LEASE_MARGIN_SECONDS = env_int("GENERATION_LEASE_MARGIN_SECONDS", 15)
 # A lane hands over to a fresh task after this long, so long jobs never meet the task time limit.
 GENERATION_LANE_BUDGET_SECONDS = env_int("GENERATION_LANE_BUDGET_SECONDS", 600)
+# Which API-key variable may be sent to which host (config/key_hosts.py explains the syntax): a variable not
+# listed is sent nowhere, and no key goes over plain http:// except to a loopback address.
+try:
+    MODEL_KEY_HOSTS = parse_key_hosts(env_str("MODEL_KEY_HOSTS", "OPENAI_API_KEY=api.openai.com"))
+except ValueError as exc:
+    raise ImproperlyConfigured(f"MODEL_KEY_HOSTS: {exc}") from exc
 
 # Production hardening: on whenever DEBUG is off (`manage.py check --deploy` is clean).
 if not DEBUG:

@@ -74,7 +74,8 @@ class AnswerSourceAdmin(admin.ModelAdmin):
                     "logprobs",
                     "top_logprobs",
                 ],  # fmt: skip
-                "description": "The API key itself is never stored: name the environment variable that holds it.",
+                "description": "The API key itself is never stored: name the environment variable that holds it. "
+                "The server sends it only to the hosts the MODEL_KEY_HOSTS setting binds that variable to.",
             },
         ),
     ]

@@ -8,11 +8,15 @@ its budget; this module only says whether an error is worth retrying.
 import http.client
 import json
 import os
-import re
 import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+from django.conf import settings
+
+from config import key_hosts
 
 RETRYABLE_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
 
@@ -53,27 +57,36 @@ def build_messages(*, question: str, prompt_template: str, system_prompt: str = 
     return messages
 
 
-# Only variables named like API keys may be read: a source can be edited by coordinators, and naming, say,
-# SECRET_KEY or DATABASE_URL would send the server's own secrets to the source's URL as a bearer token.
-API_KEY_VARIABLE = re.compile(r"^[A-Z][A-Z0-9_]*_API_(KEY|TOKEN)$")
+class KeyNotAllowed(LLMError):
+    """The source's key may not be sent to its URL (MODEL_KEY_HOSTS, plain http): nothing was sent."""
 
 
-def check_api_key_variable(variable: str) -> None:
-    if variable and not API_KEY_VARIABLE.match(variable):
-        raise MissingAPIKey(
-            f"{variable!r} is not accepted as an API-key variable: the name must end in _API_KEY or _API_TOKEN "
-            "(e.g. OPENAI_API_KEY), so that no other secret of the server can be sent to a model endpoint"
-        )
+def check_key_destination(*, variable: str, url: str) -> None:
+    """Raise KeyNotAllowed unless the key named `variable` may be sent to `url` (config/key_hosts.py)."""
+    if not variable:
+        return
+    try:
+        key_hosts.check_key_destination(variable=variable, url=url, bindings=settings.MODEL_KEY_HOSTS)
+    except key_hosts.KeyNotAllowed as error:
+        raise KeyNotAllowed(str(error)) from None
 
 
-def api_key_from_env(variable: str) -> str | None:
+def api_key_for(*, variable: str, url: str) -> str | None:
+    """The key to send to `url`, read from the environment only once it may go there."""
     if not variable:
         return None
-    check_api_key_variable(variable)
+    check_key_destination(variable=variable, url=url)
     value = os.environ.get(variable)
     if not value:
         raise MissingAPIKey(f"the environment variable {variable} (the source's API key) is not set")
     return value
+
+
+class _RefuseRedirects(urllib.request.HTTPRedirectHandler):
+    """urllib re-sends every header, Authorization included, to wherever a 301/302/303 points: never follow."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        return None  # urllib then raises HTTPError with the 3xx status
 
 
 def chat_completion(
@@ -84,27 +97,44 @@ def chat_completion(
     temperature: float = 0.0,
     max_tokens: int = 1024,
     timeout: float = 120.0,
-    api_key: str | None = None,
+    api_key_env: str = "",
     logprobs: bool = False,
     top_logprobs: int | None = None,
 ) -> Completion:
-    """POST {base_url}/chat/completions and return the first choice; raises LLMError."""
+    """POST {base_url}/chat/completions and return the first choice; raises LLMError.
+
+    The key is read from the environment variable `api_key_env`, and only when MODEL_KEY_HOSTS lets it go to
+    the URL: this is the one place keys leave the server, so a source saved before the setting changed (or
+    by a script, without validation) cannot send one elsewhere.
+    """
     body = {"model": model, "messages": messages, "temperature": temperature, "max_tokens": max_tokens}
     if logprobs:
         body["logprobs"] = True
         if top_logprobs:
             body["top_logprobs"] = top_logprobs
-    headers = {"Content-Type": "application/json"}
-    if api_key:
-        headers["Authorization"] = f"Bearer {api_key}"
-    request = urllib.request.Request(
-        base_url.rstrip("/") + "/chat/completions", data=json.dumps(body).encode(), headers=headers, method="POST"
-    )
+    url = base_url.rstrip("/") + "/chat/completions"
+    request = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST")
+    request.add_header("Content-Type", "application/json")
+    if api_key_env:
+        # What urllib will connect to must be what was checked (no user part, no parser disagreement).
+        if request.host.lower() != urlsplit(url).netloc.lower():
+            raise KeyNotAllowed(f"{base_url!r} is not a URL an API key can be sent to")
+        request.add_header("Authorization", f"Bearer {api_key_for(variable=api_key_env, url=url)}")
+    handlers = [_RefuseRedirects()]
+    if key_hosts.is_loopback(urlsplit(url).hostname or ""):
+        handlers.append(urllib.request.ProxyHandler({}))  # a proxy cannot reach this machine's loopback
     start = time.monotonic()
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
+        with urllib.request.build_opener(*handlers).open(request, timeout=timeout) as response:
             payload = json.loads(response.read().decode("utf-8"))
     except urllib.error.HTTPError as error:
+        if 300 <= error.code < 400:
+            raise LLMError(
+                f"HTTP {error.code}: the server redirects to {error.headers.get('Location')!r}. Redirects are "
+                "not followed, so that an API key never goes to another address: set the base URL to the "
+                "endpoint's own address",
+                status=error.code,
+            ) from error
         detail = _error_message(error)
         retryable = error.code in RETRYABLE_STATUS
         retry_after = _retry_after_seconds(error.headers.get("Retry-After") if error.headers else None)

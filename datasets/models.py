@@ -8,6 +8,8 @@ from django.core.validators import MinValueValidator
 from django.db import models
 from django.db.models import Q
 
+from config import key_hosts
+
 
 def text_fingerprint(text: str) -> str:
     """SHA-256 of the text with surrounding whitespace removed.
@@ -138,15 +140,18 @@ class AnswerSource(models.Model):
     def clean(self) -> None:
         from django.core.exceptions import ValidationError
 
-        from .llm_client import LLMError, check_api_key_variable
-
         errors = {}
         if self.kind == self.Kind.MODEL and self.base_url and "{question}" not in self.prompt_template:
             errors["prompt_template"] = "The template must contain {question}."
-        try:
-            check_api_key_variable(self.api_key_env)
-        except LLMError as error:
-            errors["api_key_env"] = str(error)
+        if self.api_key_env:
+            try:
+                key_hosts.check_variable_name(self.api_key_env)
+                if self.base_url:
+                    key_hosts.check_key_destination(
+                        variable=self.api_key_env, url=self.base_url, bindings=settings.MODEL_KEY_HOSTS
+                    )
+            except key_hosts.KeyNotAllowed as error:
+                errors[error.field] = str(error)
         if errors:
             raise ValidationError(errors)
 

@@ -1,8 +1,9 @@
 """A local HTTP server that speaks the OpenAI chat-completions protocol, for tests and benchmarks.
 
 Behaviour is configurable: latency, a number of failures with a given status before it answers, refusals
-(a question containing REFUSE gets finish_reason "content_filter" and no text), and log-probabilities.
-It listens on 127.0.0.1 only.
+(a question containing REFUSE gets finish_reason "content_filter" and no text), log-probabilities, and a
+redirect of every request to another URL. Every request's method, path and headers are kept in `received`
+(e.g. to see whether an Authorization header arrived). It listens on 127.0.0.1 only.
 """
 
 import json
@@ -12,11 +13,21 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
 class FakeLLM:
-    def __init__(self, *, latency: float = 0.0, failures: int = 0, failure_status: int = 500, port: int = 0):
+    def __init__(
+        self,
+        *,
+        latency: float = 0.0,
+        failures: int = 0,
+        failure_status: int = 500,
+        port: int = 0,
+        redirect_to: str | None = None,
+    ):
         self.latency = latency
         self.failures = failures
         self.failure_status = failure_status
+        self.redirect_to = redirect_to
         self.requests: list[dict] = []
+        self.received: list[tuple[str, str, dict]] = []  # (method, path, headers) of every request
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", port), self._handler())
         self._server.daemon_threads = True
@@ -66,7 +77,18 @@ class FakeLLM:
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):  # noqa: N802 (http.server's naming)
+            def do_GET(self):  # noqa: N802 (http.server's naming)
+                fake.received.append(("GET", self.path, dict(self.headers)))
+                self.send_error(405)
+
+            def do_POST(self):  # noqa: N802
+                fake.received.append(("POST", self.path, dict(self.headers)))
+                if fake.redirect_to:
+                    self.send_response(302)
+                    self.send_header("Location", fake.redirect_to + self.path)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
                 if not self.path.endswith("/chat/completions"):
                     self.send_error(404)
                     return

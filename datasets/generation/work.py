@@ -9,7 +9,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Exists, Min, OuterRef, Q
 from django.utils import timezone
 
-from ..llm_client import Completion, LLMError, api_key_from_env, build_messages, chat_completion
+from ..llm_client import Completion, LLMError, build_messages, chat_completion
 from ..models import Answer, AnswerSource, GenerationJob, GenerationTask
 
 logger = logging.getLogger(__name__)
@@ -99,7 +99,7 @@ def execute_task(task: GenerationTask, source: AnswerSource) -> GenerationTask.S
             temperature=parameters["temperature"],
             max_tokens=parameters["max_tokens"],
             timeout=source.request_timeout_seconds,
-            api_key=api_key_from_env(source.api_key_env),
+            api_key_env=source.api_key_env,
             logprobs=parameters.get("logprobs", False),
             top_logprobs=parameters.get("top_logprobs"),
         )

@@ -2,6 +2,7 @@
 
 import pytest
 
+from config.key_hosts import parse_key_hosts
 from datasets.generation import jobs, lanes
 from datasets.models import Answer, AnswerSource, GenerationJob, GenerationTask
 from tests.api.client import client_for
@@ -222,7 +223,8 @@ SOURCE = {
 }
 
 
-def test_a_coordinator_adds_a_model_source_and_no_key_value_is_ever_shown(coordinator, monkeypatch):
+def test_a_coordinator_adds_a_model_source_and_no_key_value_is_ever_shown(coordinator, monkeypatch, settings):
+    settings.MODEL_KEY_HOSTS = parse_key_hosts("EQUITYRATE_TEST_OPENAI_API_KEY=api.openai.com")
     monkeypatch.setenv("EQUITYRATE_TEST_OPENAI_API_KEY", "sk-very-secret-value")
 
     response = client_for(coordinator).post("/api/answer-sources/", SOURCE, format="json")

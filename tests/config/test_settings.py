@@ -103,3 +103,27 @@ def test_every_variable_the_settings_read_is_documented_in_env_example():
     documented = set(re.findall(r"^([A-Z_]+)=", (REPO / ".env.example").read_text(), re.MULTILINE))
     assert read, "the settings read no variables? the pattern is out of date"
     assert read <= documented, f"missing from .env.example: {sorted(read - documented)}"
+
+
+def test_a_malformed_key_binding_stops_the_server():
+    result = run_python("import django; django.setup()", DEBUG="true", MODEL_KEY_HOSTS="OPENAI_API_KEY=https://x/v1")
+    assert result.returncode != 0
+    assert "MODEL_KEY_HOSTS: 'https://x/v1' is not a host name or address" in result.stderr
+
+
+def test_unset_the_openai_key_goes_only_to_openai_and_empty_binds_nothing():
+    code = "import django; django.setup(); from django.conf import settings; print(settings.MODEL_KEY_HOSTS)"
+    empty = run_python(code, DEBUG="true", MODEL_KEY_HOSTS="")
+    environment = {key: value for key, value in clean_environment().items() if key != "MODEL_KEY_HOSTS"}
+    unset = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=REPO,
+        env={**environment, "DJANGO_SETTINGS_MODULE": "config.settings", "DEBUG": "true"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert empty.stdout.strip() == "{}"
+    assert (
+        unset.stdout.strip() == "{'OPENAI_API_KEY': (HostPattern(host='api.openai.com', port=None, wildcard=False),)}"
+    )

@@ -1,12 +1,14 @@
 import pytest
 from django.core.management import CommandError, call_command
 
+from config.key_hosts import parse_key_hosts
 from datasets.models import AnswerSource
 
 pytestmark = pytest.mark.django_db
 
 
-def test_add_model_source_stores_the_endpoint_and_the_key_variable_not_the_key(capsys):
+def test_add_model_source_stores_the_endpoint_and_the_key_variable_not_the_key(capsys, settings):
+    settings.MODEL_KEY_HOSTS = parse_key_hosts("LLAMA_API_KEY=127.0.0.1:8080")
     options = ["--api-key-env", "LLAMA_API_KEY", "--temperature", "0", "--max-tokens", "512", "--concurrency", "8"]
     call_command("add_model_source", "Local Llama", "--base-url", "http://127.0.0.1:8080/v1", "--model", "llama-3",
                  *options)  # fmt: skip

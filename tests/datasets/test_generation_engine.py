@@ -9,6 +9,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from config.key_hosts import parse_key_hosts
 from datasets.generation import jobs, lanes, work
 from datasets.models import Answer, GenerationJob, GenerationLane, GenerationTask
 from tests.factories import AnswerFactory, AnswerSourceFactory, DatasetFactory, QuestionFactory
@@ -160,7 +161,8 @@ def test_errors_that_retrying_cannot_fix_fail_at_once(dataset):
     assert not Answer.objects.exists()
 
 
-def test_a_missing_api_key_fails_without_sending_anything(dataset, monkeypatch):
+def test_a_missing_api_key_fails_without_sending_anything(dataset, monkeypatch, settings):
+    settings.MODEL_KEY_HOSTS = parse_key_hosts("EQUITYRATE_TEST_API_KEY=127.0.0.1")
     monkeypatch.delenv("EQUITYRATE_TEST_API_KEY", raising=False)
     with FakeLLM() as server:
         source = model_source(server, api_key_env="EQUITYRATE_TEST_API_KEY", concurrency=1)

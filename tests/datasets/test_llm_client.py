@@ -1,8 +1,11 @@
 """The chat-completions client against a local server speaking the same protocol."""
 
+import re
+
 import pytest
 
-from datasets.llm_client import LLMError, MissingAPIKey, api_key_from_env, build_messages, chat_completion
+from config.key_hosts import parse_key_hosts
+from datasets.llm_client import KeyNotAllowed, LLMError, MissingAPIKey, api_key_for, build_messages, chat_completion
 from tests.llm_server import FakeLLM
 
 
@@ -57,10 +60,52 @@ def test_time_outs_and_unreachable_servers_are_retryable():
     assert error.value.retryable
 
 
-def test_api_keys_come_from_the_named_environment_variable(monkeypatch):
+def test_api_keys_come_from_the_named_environment_variable(monkeypatch, settings):
+    settings.MODEL_KEY_HOSTS = parse_key_hosts("TEST_MODEL_API_KEY=127.0.0.1")
+    url = "http://127.0.0.1:8080/v1/chat/completions"
     monkeypatch.setenv("TEST_MODEL_API_KEY", "sk-test")
-    assert api_key_from_env("TEST_MODEL_API_KEY") == "sk-test"
-    assert api_key_from_env("") is None
+    assert api_key_for(variable="TEST_MODEL_API_KEY", url=url) == "sk-test"
+    assert api_key_for(variable="", url=url) is None
     monkeypatch.delenv("TEST_MODEL_API_KEY")
     with pytest.raises(MissingAPIKey, match="TEST_MODEL_API_KEY"):
-        api_key_from_env("TEST_MODEL_API_KEY")
+        api_key_for(variable="TEST_MODEL_API_KEY", url=url)
+
+
+def test_the_key_is_sent_as_a_bearer_token_to_a_host_its_variable_is_bound_to(monkeypatch, settings):
+    settings.MODEL_KEY_HOSTS = parse_key_hosts("TEST_MODEL_API_KEY=127.0.0.1")
+    monkeypatch.setenv("TEST_MODEL_API_KEY", "sk-test")
+    with FakeLLM() as server:
+        ask(server.base_url, "q", api_key_env="TEST_MODEL_API_KEY")
+    assert server.received[0][2]["Authorization"] == "Bearer sk-test"
+
+
+@pytest.mark.parametrize(
+    "bindings, message",
+    [
+        ("", "TEST_MODEL_API_KEY may not be sent anywhere: MODEL_KEY_HOSTS has no entry for it"),
+        ("OTHER_API_KEY=127.0.0.1", "TEST_MODEL_API_KEY may not be sent anywhere"),
+        ("TEST_MODEL_API_KEY=api.openai.com", "TEST_MODEL_API_KEY may be sent only to api.openai.com"),
+        ("TEST_MODEL_API_KEY=127.0.0.1:1", "may be sent only to 127.0.0.1:1 (MODEL_KEY_HOSTS), not to 127.0.0.1:"),
+        ("TEST_MODEL_API_KEY=localhost", "may be sent only to localhost"),
+    ],
+)
+def test_a_key_is_never_sent_to_a_host_its_variable_is_not_bound_to(monkeypatch, settings, bindings, message):
+    settings.MODEL_KEY_HOSTS = parse_key_hosts(bindings)
+    monkeypatch.setenv("TEST_MODEL_API_KEY", "sk-test")
+    with FakeLLM() as server, pytest.raises(KeyNotAllowed, match=re.escape(message)) as error:
+        ask(server.base_url, "q", api_key_env="TEST_MODEL_API_KEY")
+    assert not server.received  # nothing at all was sent
+    assert not error.value.retryable
+
+
+def test_a_redirect_is_not_followed_so_the_key_stays_with_the_host_it_was_bound_to(monkeypatch, settings):
+    """urllib would re-send the Authorization header to the redirect's target (as a GET)."""
+    settings.MODEL_KEY_HOSTS = parse_key_hosts("TEST_MODEL_API_KEY=127.0.0.1")
+    monkeypatch.setenv("TEST_MODEL_API_KEY", "sk-test")
+    with FakeLLM() as elsewhere:
+        origin = elsewhere.base_url.removesuffix("/v1")
+        with FakeLLM(redirect_to=origin) as server, pytest.raises(LLMError, match="redirects to") as error:
+            ask(server.base_url, "q", api_key_env="TEST_MODEL_API_KEY")
+    assert error.value.status == 302 and not error.value.retryable
+    assert "Redirects are not followed" in str(error.value)
+    assert len(server.received) == 1 and not elsewhere.received
