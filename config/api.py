@@ -2,9 +2,9 @@
 
 from django.urls import path
 from drf_spectacular.views import SpectacularAPIView
-from rest_framework.authtoken.views import obtain_auth_token
 from rest_framework.routers import SimpleRouter
 
+from config.signin import TokenView
 from datasets import api as datasets_api
 from studies import api as studies_api
 
@@ -24,7 +24,7 @@ router.register("ratings", studies_api.RatingViewSet, basename="rating")
 router.register("raters", studies_api.RaterViewSet, basename="rater")
 
 urlpatterns = [
-    path("auth/token/", obtain_auth_token, name="token"),
+    path("auth/token/", TokenView.as_view(), name="token"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("studies/<int:study_id>/items/", studies_api.StudyItemList.as_view(), name="study-items"),
     *router.urls,

@@ -143,6 +143,30 @@ LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
 
+# Sign-in throttling (config/signin.py, counters in the cache): after LOGIN_FAILURE_LIMIT failed sign-ins for one
+# account, or LOGIN_ADDRESS_FAILURE_LIMIT from one client address, within LOGIN_FAILURE_WINDOW_SECONDS (counted
+# from the first), further sign-ins are refused, even with the right password, until the window ends.
+# A client's address is REMOTE_ADDR, or X-Forwarded-For as written by TRUSTED_PROXY_COUNT proxies in front.
+AUTHENTICATION_BACKENDS = ["config.signin.ThrottledModelBackend"]
+LOGIN_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 10)
+LOGIN_ADDRESS_FAILURE_LIMIT = env_int("LOGIN_ADDRESS_FAILURE_LIMIT", 50)
+LOGIN_FAILURE_WINDOW_SECONDS = env_int("LOGIN_FAILURE_WINDOW_SECONDS", 15 * 60)
+TRUSTED_PROXY_COUNT = env_int("TRUSTED_PROXY_COUNT", 0)
+# API tokens expire this long after they are issued (POST /api/auth/token/ then issues a new one), and are
+# revoked at logout. The token endpoint also takes at most API_TOKEN_RATE requests per client address.
+API_TOKEN_TTL_HOURS = env_int("API_TOKEN_TTL_HOURS", 24 * 7)
+API_TOKEN_RATE = env_str("API_TOKEN_RATE", "30/minute")
+for _name in (
+    "LOGIN_FAILURE_LIMIT",
+    "LOGIN_ADDRESS_FAILURE_LIMIT",
+    "LOGIN_FAILURE_WINDOW_SECONDS",
+    "API_TOKEN_TTL_HOURS",
+):
+    if globals()[_name] < 1:
+        raise ImproperlyConfigured(f"{_name} must be at least 1")
+if TRUSTED_PROXY_COUNT < 0:
+    raise ImproperlyConfigured("TRUSTED_PROXY_COUNT must be 0 or more")
+
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
 USE_I18N = True
@@ -165,9 +189,11 @@ STORAGES = {
 # The JSON API (/api/): scripts and notebooks send a token (POST /api/auth/token/), browsers their session.
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "config.tokens.ExpiringTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
+    "NUM_PROXIES": TRUSTED_PROXY_COUNT,  # DRF's throttles: trust X-Forwarded-For only this far
+    "DEFAULT_THROTTLE_RATES": {"auth-token": API_TOKEN_RATE},
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_PAGINATION_CLASS": "config.rest.PageNumberPagination",
     "PAGE_SIZE": 50,
