@@ -58,11 +58,12 @@ def categories(answer: str) -> tuple[str, ...]:
 
 def _memberships(values: pd.Series, multi: bool) -> dict[str, pd.Series]:
     """Per level (sorted), which rows have it: the value itself, or one of the categories of a multi-select answer."""
-    if not multi:
-        return {name: values == name for name in sorted(values.unique())}
-    answers = {answer: set(categories(answer)) for answer in values.unique()}
-    names = sorted(set().union(*answers.values()))
-    return {name: values.isin([a for a, chosen in answers.items() if name in chosen]) for name in names}
+    codes, answers = pd.factorize(values)  # compare small integer codes, not the text of every row
+    chosen = [set(categories(answer)) if multi else {answer} for answer in answers]
+    return {
+        name: pd.Series(np.isin(codes, [i for i, levels in enumerate(chosen) if name in levels]), index=values.index)
+        for name in sorted(set().union(*chosen))
+    }
 
 
 def _set_aside(y: pd.Series, raters: pd.Series | None, min_raters: int) -> str:
@@ -103,7 +104,8 @@ def consumer_regression(
     """
     data = df[[outcome, *predictors, *([rater] if rater else [])]].replace("", np.nan).dropna()
     for predictor in set(predictors) & set(multi_select):
-        data[predictor] = data[predictor].map(lambda answer: "; ".join(categories(answer)) or np.nan)
+        answers = {answer: "; ".join(categories(answer)) or np.nan for answer in data[predictor].unique()}
+        data[predictor] = data[predictor].map(answers)
     data = data.dropna()
     y = data[outcome].astype(np.float64)
     if not y.isin([0.0, 1.0]).all():
