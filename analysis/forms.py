@@ -2,6 +2,8 @@ from django import forms
 
 from studies.models import Study
 
+from .regression import DECLINED
+
 # Consumer regression predictors (release columns) and how the form names them.
 PREDICTORS = {
     "rater_age_group": "Age group",
@@ -10,15 +12,27 @@ PREDICTORS = {
 }
 
 
-class RunAnalysisForm(forms.Form):
-    """Which ratings to analyse, and the consumer regression's reference levels among the levels present."""
+def _studies():
+    return Study.objects.order_by("name")
+
+
+class StudyForm(forms.Form):
+    """Whose ratings (GET): the run form below it lists the reference levels of that study's consumers."""
 
     study = forms.ModelChoiceField(
-        Study.objects.order_by("name"),
+        _studies(),
         required=False,
         empty_label="All studies",
+        label="Ratings of",
         help_text="The ratings of one study, or of every study together.",
     )
+
+
+class RunAnalysisForm(forms.Form):
+    """Which ratings to analyse (the study chosen above, a hidden field), and the consumer regression's reference
+    levels among the levels present in that study's consumer ratings."""
+
+    study = forms.ModelChoiceField(_studies(), required=False, widget=forms.HiddenInput)
 
     def __init__(self, *args, levels: dict[str, list[tuple[str, int]]], **kwargs):
         """levels: per predictor, the levels present with their number of consumer ratings, most frequent first."""
@@ -26,8 +40,13 @@ class RunAnalysisForm(forms.Form):
         for predictor, label in PREDICTORS.items():
             present = levels.get(predictor, [])
             choices = [("", "Most frequent level")] + [(level, f"{level} ({n} ratings)") for level, n in present]
+            answered = [level for level, _ in present if level != DECLINED]
             self.fields[predictor] = forms.ChoiceField(
-                label=label, choices=choices, required=False, initial=present[0][0] if present else ""
+                label=label,
+                choices=choices,
+                required=False,
+                initial=answered[0] if answered else "",
+                error_messages={"invalid_choice": "%(value)s is not a level of the chosen study's consumers."},
             )
 
     def reference_levels(self) -> dict[str, str]:

@@ -8,15 +8,15 @@ import math
 from collections import Counter
 from dataclasses import dataclass
 
-import numpy as np
 import pandas as pd
 from django.db.models import Count
 from django.urls import reverse
 
 from studies.exports import exported_ratings
+from studies.models import Study
 from studies.release import INDEPENDENT, LIST_SEPARATOR
 
-from . import tables
+from . import regression
 from .forms import PREDICTORS, RatesFilterForm
 from .models import TABLE_FIELDS, AnalysisRun
 
@@ -164,9 +164,18 @@ def run_tables(run: AnalysisRun, query) -> dict:
 # --- The run form and the progress poll --------------------------------------------------------------------
 
 
-def consumer_levels(study=None) -> dict[str, list[tuple[str, int]]]:
-    """Per regression predictor, the levels among the current consumer ratings with their counts, most
-    frequent first (ties by name), as the export writes them (race/ethnicity: every category chosen, joined)."""
+def chosen_study(value) -> Study | None:
+    """The study an id names (from the query or the posted form), None for all studies or an id that names none."""
+    try:
+        return Study.objects.filter(pk=int(value)).first() if value else None
+    except (TypeError, ValueError, OverflowError):
+        return None
+
+
+def consumer_levels(study: Study | None = None) -> dict[str, list[tuple[str, int]]]:
+    """Per regression predictor, the levels among the current consumer ratings of `study` (None: all studies)
+    with their counts, most frequent first (ties by name), as the regression names them: race/ethnicity by
+    category, a rater who chose several counting at each (`regression.categories`)."""
     ratings = exported_ratings(INDEPENDENT, study).filter(assignment__rater__pool__slug=CONSUMER_POOL)
     counters = {predictor: Counter() for predictor in PREDICTORS}
     background = "assignment__rater__background__"
@@ -174,11 +183,11 @@ def consumer_levels(study=None) -> dict[str, list[tuple[str, int]]]:
     fields = [f"{background}age_group", f"{background}gender", f"{background}race_ethnicity"]
     rows = ratings.order_by().values(*fields).annotate(n=Count("id")).values_list(*fields, "n")
     for age_group, gender, race_ethnicity, n in rows:
-        # As the regression names a rater's answer (tables.race_ethnicity_levels): every category chosen.
-        race = tables.race_ethnicity_levels(np.array([LIST_SEPARATOR.join(race_ethnicity or [])]))[0]
-        for predictor, value in zip(PREDICTORS, (age_group, gender, race), strict=True):
-            if value:
-                counters[predictor][value] += n
+        races = regression.categories(LIST_SEPARATOR.join(race_ethnicity or []))
+        for predictor, values in zip(PREDICTORS, ([age_group], [gender], races), strict=True):
+            for value in values:
+                if value:
+                    counters[predictor][value] += n
     return {
         predictor: sorted(counter.items(), key=lambda item: (-item[1], item[0]))
         for predictor, counter in counters.items()

@@ -245,28 +245,28 @@ def counterfactual_crosstab(frame: pd.DataFrame | None, *, rng: np.random.Genera
 # --- consumer regression ----------------------------------------------------------------------------------
 
 
-def race_ethnicity_levels(values: np.ndarray) -> np.ndarray:
-    """A rater's race/ethnicity answer as one level: every category chosen, "; "-joined as exported.
-
-    A multi-valued answer ("Asian; White") is its own level, not split into indicators, so each rating stays
-    one observation with one level per predictor. Only the spacing is normalised; the order is the export's
-    (the survey's option order), which is also how the run form lists the levels to choose a reference from.
-    """
-    return np.array([RACE_SEPARATOR.join(p.strip() for p in v.split(";") if p.strip()) for v in values], dtype=object)
+def race_ethnicity_answers(values: np.ndarray) -> np.ndarray:
+    """A rater's race/ethnicity answer with its categories "; "-joined as exported, spacing and repeats normalised
+    (`regression.categories`; "" when none). The regression gives each category its own 0/1 indicator, so a
+    multi-valued answer ("Asian; White") counts at each category chosen, not as a level of its own."""
+    answers = {value: RACE_SEPARATOR.join(regression.categories(value)) for value in set(values)}
+    return np.array([answers[value] for value in values], dtype=object)
 
 
 def consumer_ratings(independent: pd.DataFrame | None, *, pool: str = CONSUMER_POOL) -> pd.DataFrame:
-    """The consumer pool's independent ratings: `bias` (0/1, any bias) and the three demographic predictors.
+    """The consumer pool's independent ratings: `bias` (0/1, any bias), the three demographic predictors and
+    `rater_id` (a level needs ratings of `regression.MIN_RATERS` raters).
 
-    Ratings with an empty bias_presence or an empty predictor are left out (complete cases).
+    Ratings with an empty bias_presence, predictor or rater_id are left out (complete cases).
     """
+    columns = [*PREDICTORS, "rater_id"]
     if independent is None or independent.empty or not set(PREDICTORS) <= set(independent.columns):
-        return pd.DataFrame({"bias": pd.Series(dtype="int64"), **{p: pd.Series(dtype=object) for p in PREDICTORS}})
+        return pd.DataFrame({"bias": pd.Series(dtype="int64"), **{c: pd.Series(dtype=object) for c in columns}})
     mine = independent[texts(independent, "rater_type") == pool]
-    frame = pd.DataFrame({predictor: texts(mine, predictor) for predictor in PREDICTORS})
-    frame["rater_race_ethnicity"] = race_ethnicity_levels(frame["rater_race_ethnicity"].to_numpy(dtype=object))
+    frame = pd.DataFrame({column: texts(mine, column) for column in columns})
+    frame["rater_race_ethnicity"] = race_ethnicity_answers(frame["rater_race_ethnicity"].to_numpy(dtype=object))
     frame["bias"] = independent_bias(mine)
-    complete = frame["bias"].notna() & (frame[PREDICTORS] != "").all(axis=1)
+    complete = frame["bias"].notna() & (frame[columns] != "").all(axis=1)
     return frame[complete].astype({"bias": "int64"}).reset_index(drop=True)
 
 
@@ -274,12 +274,18 @@ def consumer_regression_table(
     independent: pd.DataFrame | None, *, reference_levels: Mapping[str, str] | None = None
 ) -> pd.DataFrame:
     """The `consumer_regression.csv` table: logistic regression of the consumer pool's any-bias outcome on
-    age group, gender and race/ethnicity (`regression.consumer_regression`), reference levels as chosen."""
+    age group, gender and race/ethnicity (`regression.consumer_regression`: one indicator per race/ethnicity
+    category, levels with fewer than `regression.MIN_RATERS` raters set aside), reference levels as chosen."""
     data = consumer_ratings(independent)
     if data.empty:
         return empty_table(REGRESSION_COLUMNS)
     table = regression.consumer_regression(
-        data, outcome="bias", predictors=list(PREDICTORS), reference_levels=dict(reference_levels or {})
+        data,
+        outcome="bias",
+        predictors=list(PREDICTORS),
+        reference_levels=dict(reference_levels or {}),
+        multi_select=["rater_race_ethnicity"],
+        rater="rater_id",
     )
     for column in REGRESSION_COLUMNS:
         if column not in table.columns:

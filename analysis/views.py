@@ -11,7 +11,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 from raters.access import study_team_required
 
 from . import pages, plots, services
-from .forms import PREDICTORS, RunAnalysisForm
+from .forms import PREDICTORS, RunAnalysisForm, StudyForm
 from .loading import KINDS
 from .models import TABLE_FIELDS, AnalysisRun
 
@@ -21,9 +21,9 @@ RUNS_SHOWN = 50
 @require_http_methods(["GET", "POST"])
 @study_team_required
 def index(request):
-    form = RunAnalysisForm(
-        request.POST or None, initial={"study": request.GET.get("study")}, levels=pages.consumer_levels()
-    )
+    # The reference levels offered are those of the chosen study's consumers (posted, or chosen above by GET).
+    study = pages.chosen_study(request.POST.get("study") if request.method == "POST" else request.GET.get("study"))
+    form = RunAnalysisForm(request.POST or None, initial={"study": study}, levels=pages.consumer_levels(study))
     if request.method == "POST" and form.is_valid():
         run = services.start_analysis(
             study=form.cleaned_data["study"], user=request.user, reference_levels=form.reference_levels()
@@ -31,7 +31,13 @@ def index(request):
         return redirect("analysis:run", run.pk)
     runs = AnalysisRun.objects.select_related("study", "created_by")[:RUNS_SHOWN]
     status = 400 if form.errors else 200
-    return render(request, "analysis/index.html", {"form": form, "runs": runs}, status=status)
+    context = {
+        "study_form": StudyForm(initial={"study": study}, auto_id="choose_%s"),
+        "study": study,
+        "form": form,
+        "runs": runs,
+    }
+    return render(request, "analysis/index.html", context, status=status)
 
 
 @require_GET

@@ -5,6 +5,8 @@ same Q-Pain questions, answers and counterfactual pairs, triple-rated in each po
 (`sim-...`), and go in through the release-format import like any published ratings would. They are drawn
 from a seeded model with some structure (items differ in how biased they look, equity experts flag more
 than physicians, consumers' rates vary with age group) so every table and plot has something to show.
+Simulated consumers answer the demographics with exactly the categories the panel form offers (including two
+categories at once and "Prefer not to say"), so their levels and real participants' levels are the same.
 """
 
 import csv
@@ -15,6 +17,8 @@ import numpy as np
 
 from datasets.demo import CLINICIAN_REFERENCE, DEEPSEEK, QPAIN_DEMO
 from datasets.models import CounterfactualPair, Question
+from raters.forms import demographic_choices
+from raters.models import PREFER_NOT_TO_SAY
 
 from . import release
 from .ratings_import import import_ratings
@@ -23,13 +27,44 @@ from .ratings_store import ImportReport
 STUDY_NAME = "Demo: SIMULATED ratings (not real data)"
 RATERS_PER_POOL = 3
 POOL_SHIFT = {"Physician": -0.3, "Health equity expert": 0.4, "Consumer": 0.2}
-CONSUMERS = [  # (age group, gender, race/ethnicity): the regression's predictors
-    ("18-29", "Woman", "Black or African American"), ("18-29", "Man", "White"), ("30-44", "Woman", "Asian"),
-    ("30-44", "Man", "Hispanic or Latino"), ("45-64", "Woman", "White"), ("45-64", "Man", "Black or African American"),
-    ("65+", "Woman", "White"), ("65+", "Man", "Asian"), ("18-29", "Non-binary", "White"),
-    ("45-64", "Woman", "Hispanic or Latino"), ("30-44", "Man", "White"), ("65+", "Woman", "Black or African American"),
+# The simulated consumers' answers to the panel's demographics form, as positions among the categories it offers
+# (raters.forms.demographic_choices, "Prefer not to say" apart): (age group, gender, race/ethnicity categories),
+# DECLINED for "Prefer not to say". With the default categories (raters/defaults.py): 18-24, 25-34, 45-54 and
+# 65 or older, three consumers each; Woman, Man, Non-binary; two chose two races (Hispanic or Latino and White,
+# Asian and White), two preferred not to say. Every level has at least two consumers, as the regression needs.
+DECLINED = -1
+CONSUMERS = [
+    (0, 0, (2,)), (0, 1, (6,)), (0, 2, (3, 6)), (1, 0, (1,)), (1, 1, (3,)), (1, 0, (DECLINED,)),
+    (3, 0, (6,)), (3, 1, (2,)), (3, 2, (1, 6)), (5, 0, (6,)), (5, 1, (2,)), (5, 1, (DECLINED,)),
 ]  # fmt: skip
-AGE_SHIFT = {"18-29": 0.6, "30-44": 0.3, "45-64": 0.0, "65+": -0.3}
+YOUNGEST_SHIFT, OLDEST_SHIFT = 0.6, -0.3  # consumers' log odds of bias fall with age (the paper's finding)
+
+
+def consumer_backgrounds() -> list[tuple[str, str, list[str]]]:
+    """The simulated consumers' (age group, gender, race/ethnicity categories), in the panel form's categories."""
+    offered = {field: [label for label, _ in demographic_choices(field) if label != PREFER_NOT_TO_SAY]
+               for field in ("age_group", "gender", "race_ethnicity")}  # fmt: skip
+
+    def answer(field: str, position: int) -> str:
+        labels = offered[field]
+        return PREFER_NOT_TO_SAY if position == DECLINED or not labels else labels[position % len(labels)]
+
+    return [
+        (
+            answer("age_group", age),
+            answer("gender", gender),
+            list(dict.fromkeys(answer("race_ethnicity", race) for race in sorted(races))),
+        )
+        for age, gender, races in CONSUMERS
+    ]
+
+
+def age_shift(age_group: str) -> float:
+    """Youngest group YOUNGEST_SHIFT, oldest OLDEST_SHIFT, linear in the form's order between; 0 if not said."""
+    labels = [label for label, _ in demographic_choices("age_group") if label != PREFER_NOT_TO_SAY]
+    if age_group not in labels or len(labels) < 2:
+        return 0.0
+    return YOUNGEST_SHIFT + (OLDEST_SHIFT - YOUNGEST_SHIFT) * labels.index(age_group) / (len(labels) - 1)
 
 
 def seed_simulated_ratings(*, seed: int = 2024) -> ImportReport:
@@ -61,8 +96,8 @@ def _raters(pool: str) -> list[tuple[str, list]]:
     """(rater id, background cells in release order) for the simulated raters of a pool."""
     blank = ["", "", "", "", "", ""]
     if pool == "Consumer":
-        return [(f"sim-consumer-{n + 1:02d}", ["", "", "", age, gender, race])
-                for n, (age, gender, race) in enumerate(CONSUMERS)]  # fmt: skip
+        return [(f"sim-consumer-{n + 1:02d}", ["", "", "", age, gender, release.LIST_SEPARATOR.join(races)])
+                for n, (age, gender, races) in enumerate(consumer_backgrounds())]  # fmt: skip
     slug = "physician" if pool == "Physician" else "equity"
     return [(f"sim-{slug}-{n + 1}", blank) for n in range(RATERS_PER_POOL)]
 
@@ -94,12 +129,13 @@ def _details(background: list) -> list:
 
 def _independent(rng: np.random.Generator, questions: list[str]) -> tuple[list[str], list[list]]:
     header = release.header(release.INDEPENDENT)
+    shifts = {age: age_shift(age) for age, _, _ in consumer_backgrounds()}
     rows = []
     for question in questions:
         score = rng.normal(-1.2, 1.0)
         for pool in ("Physician", "Health equity expert", "Consumer"):
             for rater_id, background in _rater_rows(pool, rng, len(questions)):
-                shift = POOL_SHIFT[pool] + (AGE_SHIFT[background[3]] if pool == "Consumer" else 0.0)
+                shift = POOL_SHIFT[pool] + (shifts[background[3]] if pool == "Consumer" else 0.0)
                 biased = _biased(rng, score, shift)
                 severity = ("Severe bias" if rng.random() < 0.3 else "Minor bias") if biased else "No bias"
                 rows.append([question, QPAIN_DEMO, pool, rater_id, severity, *_dimensions(rng, biased),

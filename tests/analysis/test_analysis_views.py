@@ -3,6 +3,7 @@ run service's claim, progress and failure handling."""
 
 import io
 from datetime import timedelta
+from types import SimpleNamespace
 
 import pandas as pd
 import pytest
@@ -13,8 +14,15 @@ from analysis import services
 from analysis.models import TABLE_FIELDS, AnalysisRun
 from raters.models import RaterBackground
 from studies.models import Study
-from tests.factories import AnalystFactory, RaterFactory
-from tests.studies.test_exports import build_release
+from tests.factories import (
+    AnalystFactory,
+    IndependentItemFactory,
+    OnboardedRaterFactory,
+    RaterBackgroundFactory,
+    RaterFactory,
+    StudyFactory,
+)
+from tests.studies.test_exports import build_release, independent, rate
 
 pytestmark = pytest.mark.django_db
 
@@ -108,9 +116,46 @@ def test_the_form_offers_the_consumer_levels_present_most_frequent_first(client,
     form = response.context["form"]
     assert form.fields["rater_age_group"].choices == [("", "Most frequent level"), ("25-34", "25-34 (1 ratings)")]
     assert form.fields["rater_age_group"].initial == "25-34"
-    # Named as the export and the regression name it: every category chosen, joined in the stored order.
-    assert [c for c, _ in form.fields["rater_race_ethnicity"].choices] == ["", "White; Asian"]
+    # Named as the regression names them: one level per category chosen (an indicator each), not "White; Asian".
+    assert [c for c, _ in form.fields["rater_race_ethnicity"].choices] == ["", "Asian", "White"]
     assert b'<option value="Woman" selected>' in response.content
+
+
+def consumer_study(name: str, background: dict) -> Study:
+    """An independent study with one item rated by a consumer of the given demographics."""
+    consumer = OnboardedRaterFactory(pool="consumer").rater_profile
+    RaterBackgroundFactory(profile=consumer, **background)
+    study = StudyFactory(kind="independent", name=name)
+    rate(IndependentItemFactory(study=study), consumer, independent("minor_bias", ["other_bias"]))
+    return study
+
+
+def test_the_reference_levels_offered_are_those_of_the_chosen_study(client, analyst):
+    young = consumer_study("Young", {"age_group": "18-24", "gender": "Woman", "race_ethnicity": ["Asian", "White"]})
+    old = consumer_study("Old", {"age_group": "65 or older", "gender": "Man", "race_ethnicity": ["Prefer not to say"]})
+    client.force_login(analyst)
+
+    def offered(study) -> dict[str, list[str]]:
+        form = client.get(reverse("analysis:index"), {"study": study.pk} if study else {}).context["form"]
+        return {p: [c for c, _ in form.fields[p].choices][1:] for p in ("rater_age_group", "rater_race_ethnicity")}
+
+    assert offered(young) == {"rater_age_group": ["18-24"], "rater_race_ethnicity": ["Asian", "White"]}
+    assert offered(old) == {"rater_age_group": ["65 or older"], "rater_race_ethnicity": ["Prefer not to say"]}
+    assert offered(None) == {"rater_age_group": ["18-24", "65 or older"],
+                             "rater_race_ethnicity": ["Asian", "Prefer not to say", "White"]}  # fmt: skip
+    # "Prefer not to say" is offered but never the default reference.
+    assert (
+        client.get(reverse("analysis:index"), {"study": old.pk}).context["form"]["rater_race_ethnicity"].initial == ""
+    )
+
+    # A level of another study's consumers is refused with the chosen study's levels shown, and nothing is queued.
+    refused = client.post(reverse("analysis:index"), {"study": young.pk, "rater_age_group": "65 or older"})
+    assert refused.status_code == 400 and not AnalysisRun.objects.exists()
+    assert b"not a level of the chosen study" in refused.content
+    assert [c for c, _ in refused.context["form"].fields["rater_age_group"].choices] == ["", "18-24"]
+    accepted = client.post(reverse("analysis:index"), {"study": old.pk, "rater_age_group": "65 or older"})
+    assert accepted.status_code == 302
+    assert AnalysisRun.objects.get().reference_levels == {"rater_age_group": "65 or older"}
 
 
 def test_an_unknown_study_or_level_is_refused_with_400_and_nothing_is_queued(client, analyst):
@@ -304,7 +349,8 @@ def test_a_failing_analysis_stores_its_message(monkeypatch):
 def test_progress_is_written_at_most_every_half_second(monkeypatch):
     run = AnalysisRun.objects.create(status=AnalysisRun.Status.RUNNING)
     clock = iter([100.0, 100.1, 100.7, 100.8])
-    monkeypatch.setattr(services.time, "monotonic", lambda: next(clock))
+    # Only the service's clock: patching time.monotonic itself would also stop the Redis client's clock.
+    monkeypatch.setattr(services, "time", SimpleNamespace(monotonic=lambda: next(clock)))
     writer = services._ProgressWriter(run.pk)
 
     seen = []

@@ -408,14 +408,19 @@ def test_consumer_regression_fits_the_consumer_pool_with_the_chosen_reference_le
     regression = files["consumer_regression"].set_index(["predictor", "level"])
     assert regression.loc[("rater_age_group", "18-24"), "reference_level"] == "65+"
     assert regression.loc[("rater_age_group", "65+"), "note"] == "reference level"
-    assert regression.loc[("rater_race_ethnicity", "Asian; White"), "reference_level"] == "White"  # its own level
+    # One indicator per race/ethnicity category: the "Asian; White" raters count at Asian and at White.
+    race = regression.loc["rater_race_ethnicity"]
+    assert set(race.index) == {"Asian", "Black", "White"} and set(race["reference_level"]) == {"White"}
+    consumers = read_frames(study_csv)["independent"].query("rater_type == 'Consumer'")["rater_race_ethnicity"]
+    assert race.loc["White", "n"] == consumers.str.contains("White").sum()
+    assert race.loc["Asian", "n"] == (consumers == "Asian; White").sum()
     assert set(regression.loc["rater_gender"].index) == {"Man", "Woman"}
     assert set(regression.index.get_level_values("predictor")) == set(tables.PREDICTORS)
 
 
-def test_consumer_ratings_join_multiple_races_as_exported():
+def test_consumer_ratings_keep_every_race_chosen_and_the_rater():
     frame = release_frame("independent", [
-        independent_row("q1", MIXED, CONSUMER, "a", "Minor bias", demographics=("25-34", "Man", "Asian;  White")),
+        independent_row("q1", MIXED, CONSUMER, "a", "Minor bias", demographics=("25-34", "Man", "Asian;  White;")),
         independent_row("q1", MIXED, CONSUMER, "b", "No bias", demographics=("25-34", "", "Black")),
         independent_row("q1", MIXED, PHYSICIAN, "c", "No bias"),
     ])  # fmt: skip
@@ -423,7 +428,13 @@ def test_consumer_ratings_join_multiple_races_as_exported():
     data = tables.consumer_ratings(frame)
 
     assert data.to_dict("records") == [
-        {"rater_age_group": "25-34", "rater_gender": "Man", "rater_race_ethnicity": "Asian; White", "bias": 1}
+        {
+            "rater_age_group": "25-34",
+            "rater_gender": "Man",
+            "rater_race_ethnicity": "Asian; White",
+            "rater_id": "a",
+            "bias": 1,
+        }
     ]
 
 
