@@ -99,6 +99,11 @@ class StudyItemAdmin(RatingsProtectedAdmin):
                            "pair__question_2"]  # fmt: skip
     raw_id_fields = ["answer", "question", "pair", "answer_1", "answer_2"]
 
+    def get_readonly_fields(self, request, obj=None):
+        if obj is not None and Rating.objects.filter(assignment__item=obj).exists():
+            return ["study", *self.raw_id_fields]  # what was rated stays what was rated
+        return []
+
 
 @admin.register(Assignment)
 class AssignmentAdmin(RatingsProtectedAdmin):

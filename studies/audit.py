@@ -3,7 +3,8 @@
 - deleting a rating (PostgreSQL; on SQLite the model layer refuses, see below),
 - changing any column of a rating, except retiring it (is_current from true to false, as a revision does),
 - changing a study's lock once set, or its rubric version once locked,
-- moving an assignment that has ratings to another rater or item.
+- moving an assignment that has ratings to another rater or item,
+- changing what a rated item shows (its study, answers, question or pair).
 
 They are (re)installed after every `migrate`, not in a migration: SQLite alters a table by rebuilding it,
 which drops the table's triggers, and the rating guard on SQLite names the table's columns.
@@ -17,7 +18,13 @@ REFUSED = "restrict_violation"  # SQLSTATE 23001: Django raises IntegrityError, 
 RATING_MESSAGE = "ratings are an audit trail: a rating is never deleted or changed (a revision adds a rating)"
 LOCK_MESSAGE = "the study is locked: its lock and rubric version cannot change"
 ASSIGNMENT_MESSAGE = "the assignment has ratings (an audit trail): its rater and item cannot change"
-TABLES = {"studies_rating", "studies_study", "studies_assignment"}
+ITEM_MESSAGE = "the item has ratings (an audit trail): its study, answers, question and pair cannot change"
+TABLES = {"studies_rating", "studies_study", "studies_assignment", "studies_studyitem"}
+ITEM_COLUMNS = ["study_id", "answer_id", "question_id", "pair_id", "answer_1_id", "answer_2_id"]
+ITEM_RATED = (
+    "EXISTS (SELECT 1 FROM studies_rating JOIN studies_assignment ON studies_assignment.id = "
+    "studies_rating.assignment_id WHERE studies_assignment.item_id = OLD.id)"
+)
 
 POSTGRESQL = [
     f"""
@@ -61,6 +68,20 @@ POSTGRESQL = [
     WHEN (NEW.rater_id IS DISTINCT FROM OLD.rater_id OR NEW.item_id IS DISTINCT FROM OLD.item_id)
     EXECUTE FUNCTION studies_assignment_rated_stays()
     """,
+    f"""
+    CREATE OR REPLACE FUNCTION studies_studyitem_rated_stays() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        IF {ITEM_RATED} THEN
+            RAISE EXCEPTION '{ITEM_MESSAGE} (item %)', OLD.id USING ERRCODE = '{REFUSED}';
+        END IF;
+        RETURN NEW;
+    END $$
+    """,
+    f"""
+    CREATE OR REPLACE TRIGGER studies_studyitem_rated_stays BEFORE UPDATE ON studies_studyitem FOR EACH ROW
+    WHEN ({" OR ".join(f"NEW.{column} IS DISTINCT FROM OLD.{column}" for column in ITEM_COLUMNS)})
+    EXECUTE FUNCTION studies_studyitem_rated_stays()
+    """,
 ]
 
 
@@ -92,6 +113,12 @@ def sqlite_statements() -> list[str]:
         WHEN (NEW.rater_id IS NOT OLD.rater_id OR NEW.item_id IS NOT OLD.item_id)
              AND EXISTS (SELECT 1 FROM studies_rating WHERE assignment_id = OLD.id)
         BEGIN SELECT RAISE(ABORT, '{ASSIGNMENT_MESSAGE}'); END
+        """,
+        "DROP TRIGGER IF EXISTS studies_studyitem_rated_stays",
+        f"""
+        CREATE TRIGGER studies_studyitem_rated_stays BEFORE UPDATE ON studies_studyitem FOR EACH ROW
+        WHEN ({" OR ".join(f"NEW.{column} IS NOT OLD.{column}" for column in ITEM_COLUMNS)}) AND {ITEM_RATED}
+        BEGIN SELECT RAISE(ABORT, '{ITEM_MESSAGE}'); END
         """,
     ]
 

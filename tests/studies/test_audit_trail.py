@@ -14,11 +14,11 @@ from raters.models import RaterPool, RaterProfile
 from studies import models as study_models
 from studies.assignment import reassign_assignment
 from studies.coordination import lock_study
-from studies.models import Assignment, Rating, Rubric, RubricVersion, Study
+from studies.models import Assignment, Rating, Rubric, RubricVersion, Study, StudyItem
 from studies.rubric_defaults import ensure_default_rubrics
 from studies.services import submit_rating
 from tests.api.client import client_for
-from tests.factories import AssignmentFactory, IndependentItemFactory, OnboardedRaterFactory
+from tests.factories import AnswerFactory, AssignmentFactory, IndependentItemFactory, OnboardedRaterFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -107,6 +107,19 @@ def test_a_coordinator_cannot_move_a_rated_assignment_or_fake_its_status_in_the_
     assert assignment.position == 7  # the queue order is still the coordinator's to change
 
 
+def test_a_coordinator_cannot_change_what_a_rated_item_shows_in_the_admin(client, coordinator):
+    item = rated_assignment().item
+    answer = item.answer
+    client.force_login(coordinator)
+    url = reverse("admin:studies_studyitem_change", args=[item.pk])
+    data = admin_change_data(client, url)
+    data.update(answer=str(AnswerFactory().pk), is_attention_check="on")
+
+    assert client.post(url, data).status_code == 302
+    item.refresh_from_db()
+    assert item.answer == answer and item.is_attention_check
+
+
 def test_assignments_are_not_added_in_the_admin(client, coordinator):
     """Assign, claims and Reassign keep each pool's slots; a row added by hand would bypass them."""
     client.force_login(coordinator)
@@ -183,14 +196,17 @@ def test_the_rubric_version_of_an_unrated_open_study_can_still_be_chosen_in_the_
     assert study.rubric_version == newer
 
 
-def test_deleting_a_study_or_a_rater_with_ratings_in_the_admin_is_refused_with_a_message(client, coordinator):
+def test_deleting_what_ratings_hang_on_in_the_admin_is_refused_with_a_message(client, coordinator):
+    """Study -> items -> assignments -> ratings, a rater's profile, a dataset -> answers -> items: all protected."""
     assignment = rated_assignment()
     study, profile = assignment.item.study, assignment.rater
     client.force_login(coordinator)
 
     for url in (
         reverse("admin:studies_study_delete", args=[study.pk]),
+        reverse("admin:studies_assignment_delete", args=[assignment.pk]),
         reverse("admin:raters_raterprofile_delete", args=[profile.pk]),
+        reverse("admin:datasets_dataset_delete", args=[assignment.item.answer.question.dataset_id]),
     ):
         response = client.post(url, {"post": "yes"})
         assert response.status_code == 200
@@ -339,6 +355,20 @@ def test_the_database_keeps_the_rater_and_item_of_a_rated_assignment():
     unrated = AssignmentFactory()
     Assignment.objects.filter(pk=unrated.pk).update(rater=other)  # nothing rated: nothing to keep
     assert Assignment.objects.get(pk=unrated.pk).rater == other
+
+
+def test_the_database_keeps_what_a_rated_item_shows():
+    item = rated_assignment().item
+    unrated = IndependentItemFactory()
+
+    with pytest.raises(IntegrityError, match="audit trail"), transaction.atomic():
+        StudyItem.objects.filter(pk=item.pk).update(answer=AnswerFactory())
+    with pytest.raises(IntegrityError), transaction.atomic():
+        StudyItem.objects.filter(pk=item.pk).update(study=unrated.study)
+    StudyItem.objects.filter(pk__in=[item.pk, unrated.pk]).update(is_attention_check=True)
+    StudyItem.objects.filter(pk=unrated.pk).update(answer=item.answer)
+
+    assert StudyItem.objects.get(pk=unrated.pk).answer == item.answer
 
 
 def test_reassigning_an_unrated_item_to_a_rater_whose_rated_assignment_was_withdrawn_still_works():
