@@ -1,5 +1,12 @@
 from django.apps import AppConfig
+from django.db.models.signals import post_migrate
 
 
 class StudiesConfig(AppConfig):
     name = "studies"
+
+    def ready(self) -> None:
+        from .audit import install_audit_guards
+
+        # After every migrate: a migration may have rebuilt a guarded table (SQLite), dropping its triggers.
+        post_migrate.connect(install_audit_guards, sender=self, dispatch_uid="studies.install_audit_guards")

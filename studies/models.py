@@ -117,6 +117,9 @@ class Study(models.Model):
     def is_locked(self) -> bool:
         return self.locked_at is not None
 
+    def has_ratings(self) -> bool:
+        return Rating.objects.filter(assignment__item__study=self).exists()
+
 
 class StudyPool(models.Model):
     """A rater pool taking part in a study, with how many ratings each item gets from it."""
@@ -241,8 +244,43 @@ class Assignment(models.Model):
             self.save(update_fields=updates)
 
 
+class AuditTrailError(Exception):
+    """Ratings are an audit trail: never deleted or changed (see DESIGN.md, "Audit trail")."""
+
+
+APPEND_ONLY = (
+    "Ratings are an audit trail: they are never deleted or changed. A revision adds a new rating "
+    "(submit_rating); withdraw the assignment if its rating should not count."
+)
+
+
+class RatingQuerySet(models.QuerySet):
+    def delete(self):
+        raise AuditTrailError(APPEND_ONLY)
+
+    delete.alters_data = True
+    delete.queryset_only = True
+
+    def update(self, **kwargs):
+        if kwargs != {"is_current": False}:  # retiring the current rating is how a revision starts
+            raise AuditTrailError(APPEND_ONLY)
+        return super().update(**kwargs)
+
+    update.alters_data = True
+
+    def bulk_update(self, objs, fields, batch_size=None):
+        if set(fields) != {"is_current"}:  # refused before bulk_update's transaction starts
+            raise AuditTrailError(APPEND_ONLY)
+        return super().bulk_update(objs, fields, batch_size=batch_size)
+
+    bulk_update.alters_data = True
+
+
 class Rating(models.Model):
-    """One submission. A revision adds a new row and keeps the earlier ones (the audit trail)."""
+    """One submission. A revision adds a new row and keeps the earlier ones (the audit trail).
+
+    Append-only: the only change is retiring a rating (is_current -> False); the database refuses the rest.
+    """
 
     assignment = models.ForeignKey(Assignment, on_delete=models.PROTECT, related_name="ratings")
     rubric_version = models.ForeignKey(RubricVersion, on_delete=models.PROTECT, related_name="ratings")
@@ -255,6 +293,8 @@ class Rating(models.Model):
     attention_check_passed = models.BooleanField(null=True, blank=True)
     submitted_at = models.DateTimeField(default=timezone.now)
 
+    objects = RatingQuerySet.as_manager()
+
     class Meta:
         ordering = ["assignment", "revision"]
         constraints = [
@@ -266,6 +306,15 @@ class Rating(models.Model):
 
     def __str__(self) -> str:
         return f"{self.assignment} r{self.revision}"
+
+    def save(self, *args, **kwargs):
+        retiring = set(kwargs.get("update_fields") or ()) == {"is_current"} and not self.is_current
+        if not self._state.adding and not retiring:
+            raise AuditTrailError(APPEND_ONLY)
+        super().save(*args, **kwargs)
+
+    def delete(self, *args, **kwargs):
+        raise AuditTrailError(APPEND_ONLY)
 
 
 class Slot(models.Model):

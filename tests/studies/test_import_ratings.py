@@ -5,6 +5,8 @@ import csv
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
+from django.core.management.color import no_style
+from django.db import connection
 
 from datasets.models import Answer, AnswerSource, CounterfactualPair, Dataset, Question
 from raters.models import RaterBackground, RaterPool, RaterProfile
@@ -26,9 +28,18 @@ def counts() -> dict[str, int]:
 
 
 def wipe_everything_the_release_holds() -> None:
-    """A fresh database as far as the release goes: no studies, questions, sources or raters."""
-    for model in MODELS[:-1]:  # the built-in pools stay, as in any installation
-        model.objects.all().delete()
+    """A fresh database as far as the release goes: no studies, questions, sources or raters.
+
+    Ratings are never deleted (the audit trail), so the tables are emptied the way `flush` empties them.
+    """
+    tables = [model._meta.db_table for model in MODELS[:-1]]  # the built-in pools stay, as in any installation
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")  # TRUNCATE refuses tables with checks pending
+        for statement in connection.ops.sql_flush(no_style(), tables, allow_cascade=True):
+            cursor.execute(statement)
+        if connection.vendor == "postgresql":
+            cursor.execute("SET CONSTRAINTS ALL DEFERRED")
     get_user_model().objects.all().delete()
 
 
