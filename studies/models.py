@@ -100,6 +100,11 @@ class Study(models.Model):
     claim_timeout_minutes = models.PositiveIntegerField(
         default=24 * 60, help_text="An item claimed but not rated for this long returns to the pool."
     )
+    unstarted_claim_timeout_minutes = models.PositiveIntegerField(
+        default=20,
+        help_text="Items claimed by a panel participant who has not opened any of them yet return to the pool "
+        "after this long (the claim timeout applies once they have started).",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -205,6 +210,9 @@ class Assignment(models.Model):
     assigned_at = models.DateTimeField(auto_now_add=True)
     expires_at = models.DateTimeField(
         null=True, blank=True, help_text="Claimed items not rated by then return to the pool; empty: never."
+    )
+    expired_at = models.DateTimeField(
+        null=True, blank=True, help_text="When the claim lapsed unrated and went back to the pool (then withdrawn)."
     )
     first_viewed_at = models.DateTimeField(null=True, blank=True)
     submitted_at = models.DateTimeField(null=True, blank=True)
