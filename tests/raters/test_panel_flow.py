@@ -291,7 +291,7 @@ def test_items_are_drawn_only_after_consent_and_demographics(client, study):
 
 
 def test_made_up_participants_cannot_hold_a_small_study_and_the_next_gets_items_or_an_honest_full_page():
-    study = StudyFactory(unstarted_claim_timeout_minutes=20, claim_timeout_minutes=24 * 60)
+    study = StudyFactory()  # the defaults: claims last 24 h, 20 minutes before a participant starts
     StudyPoolFactory(study=study, items_per_rater=2, replication=2)
     IndependentItemFactory.create_batch(4, study=study)  # 8 slots: 4 participants of 2 items fill it
     browsers = {f"madeup-{n}": Client() for n in range(7)}
