@@ -4,7 +4,7 @@ import secrets
 
 from django.core.exceptions import ValidationError
 from django.db import models
-from django.db.models import Q
+from django.db.models import Case, F, Q, Value, When
 from django.utils import timezone
 
 from datasets.models import Answer, CounterfactualPair, Question
@@ -241,12 +241,11 @@ class Assignment(models.Model):
 
     def mark_viewed(self) -> None:
         if self.first_viewed_at is None:
-            self.first_viewed_at = timezone.now()
-            updates = ["first_viewed_at"]
-            if self.status == self.Status.ASSIGNED:
-                self.status = self.Status.STARTED
-                updates.append("status")
-            self.save(update_fields=updates)
+            # One conditional UPDATE: a claim that expired (or was withdrawn) meanwhile stays withdrawn.
+            started = Case(When(status=self.Status.ASSIGNED, then=Value(self.Status.STARTED)), default=F("status"))
+            unseen = Assignment.objects.filter(pk=self.pk, first_viewed_at__isnull=True)
+            unseen.exclude(status=self.Status.WITHDRAWN).update(first_viewed_at=timezone.now(), status=started)
+            self.refresh_from_db(fields=["first_viewed_at", "status"])
 
 
 class Rating(models.Model):

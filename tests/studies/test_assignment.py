@@ -261,3 +261,20 @@ def test_claims_of_panel_participants_who_have_not_started_expire_after_the_unst
     expired = Assignment.objects.filter(rater=idle)
     assert {(a.status, a.expired_at) for a in expired} == {(Assignment.Status.WITHDRAWN, now + timedelta(minutes=16))}
     assert Slot.objects.filter(study=study, assignment__isnull=True).count() == 6
+
+
+@pytest.mark.django_db
+def test_opening_an_item_whose_claim_just_expired_does_not_bring_the_claim_back():
+    study = study_with_items(n_items=1, replication=1, pools=("consumer",), claim_timeout_minutes=30)
+    [claim] = claim_items(study=study, rater=raters("consumer", 1)[0], count=1)  # the page loaded it...
+    expire_stale_claims(study=study, now=timezone.now() + timedelta(minutes=31))  # ...then the claim expired
+
+    claim.mark_viewed()
+
+    claim.refresh_from_db()
+    assert claim.status == Assignment.Status.WITHDRAWN
+    assert Slot.objects.get(item__study=study).assignment is None
+    fresh = claim_items(study=study, rater=raters("consumer", 1)[0], count=1)
+    fresh[0].mark_viewed()
+    fresh[0].refresh_from_db()
+    assert (fresh[0].status, fresh[0].first_viewed_at is not None) == (Assignment.Status.STARTED, True)
