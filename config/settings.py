@@ -240,6 +240,10 @@ if CACHE_URL:
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 
+# Crowd panels: at most this many new participants (participant ids not seen before) start a study per
+# minute; more get "429 busy, try again in a minute". 0: no limit.
+PANEL_ARRIVALS_PER_MINUTE = env_int("PANEL_ARRIVALS_PER_MINUTE", 60)
+
 # Celery: with no broker configured, tasks run eagerly in the process that starts them.
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL")
 CELERY_RESULT_BACKEND = env_str("CELERY_RESULT_BACKEND") or None

@@ -25,6 +25,8 @@ class PanelEntryForm(forms.Form):
     PROLIFIC_PID = forms.CharField(max_length=100, validators=[panel_id])
     STUDY_ID = forms.CharField(max_length=100, required=False, validators=[panel_id])
     SESSION_ID = forms.CharField(max_length=100, required=False, validators=[panel_id])
+    # A resume link's signature (services.panel_resume_path); checked by services.resume_token_valid.
+    resume = forms.CharField(max_length=300, required=False)
 
 
 class ConsentForm(forms.Form):

@@ -1,16 +1,22 @@
 """Rater workflows: joining by invitation, arriving from a crowd panel, onboarding and finishing."""
 
 import hashlib
+from dataclasses import dataclass
+from datetime import timedelta
 from urllib.parse import urlencode, urlsplit, urlunsplit
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.hashers import make_password
+from django.core import signing
+from django.core.cache import cache
 from django.db import transaction
-from django.db.models import F, Q
+from django.db.models import Count, F, Q
+from django.urls import reverse
 from django.utils import timezone
 
 from studies.models import Assignment, Study, StudyPool
-from studies.services import draw_items_for_rater
+from studies.services import draw_items_for_rater, has_free_slot
 
 from .models import Invitation, RaterBackground, RaterPool, RaterProfile
 
@@ -18,6 +24,8 @@ CONSUMER = "consumer"
 DEFAULT_ITEMS_PER_PANEL_RATER = 10
 # Usernames of panel participants; people joining by invitation cannot choose one that starts like this.
 PANEL_USERNAME_PREFIX = "panel-"
+RESUME_SALT = "raters.panel-resume"
+RESUME_LINK_DAYS = 7
 
 
 class InvitationUnavailable(Exception):
@@ -85,6 +93,145 @@ def find_or_create_panel_participant(
     return profile
 
 
+class PanelRefused(Exception):
+    """A panel link that cannot be followed now, with what to tell the person who followed it."""
+
+    def __init__(self, *, title: str, text: str, status: int, retry_after: int | None = None):
+        super().__init__(title)
+        self.title, self.text, self.status, self.retry_after = title, text, status, retry_after
+
+
+STUDY_FULL = PanelRefused(
+    title="This study is full at the moment",
+    text="Every item is being rated by other participants right now. Please come back later: places free up "
+    "when others finish or leave.",
+    status=409,  # not 503: nothing is wrong with the server, and 5xx pages alert the operators
+    retry_after=10 * 60,
+)
+
+
+def enter_panel(
+    *,
+    study: Study,
+    participant_id: str,
+    panel_study_id: str = "",
+    panel_session_id: str = "",
+    user=None,
+    resume_token: str = "",
+    now=None,
+) -> tuple[RaterProfile, bool]:
+    """Who a panel link lets in: the participant's profile, and whether this browser must sign in to it.
+
+    A panel id is not a secret (it appears in links, exports and the panel's own pages), so it alone opens
+    only an account that holds nothing yet. Once the participant has consented, answered the survey or
+    drawn items, only the browser signed in to the account (the session it got at first arrival) or a
+    resume link signed for this study and id (`panel_resume_path`) opens it. Signing in this way signs
+    every other browser out of the account. A brand-new id counts against the study's arrival limit and
+    needs a free slot. Raises PanelRefused otherwise.
+    """
+    if user is not None and user.is_authenticated and not _is_panel_user(user):
+        raise PanelRefused(
+            title="You are signed in with another account",
+            text=f"You are signed in as {user.get_username()}. Log out first to take part as a panel participant.",
+            status=409,
+        )
+    profile = (
+        RaterProfile.objects.select_related("user", "pool")
+        .filter(user__username=panel_username(study=study, participant_id=participant_id))
+        .first()
+    )
+    if profile is not None:
+        if user is not None and user.pk == profile.user_id:
+            return profile, False
+        resumed = resume_token_valid(token=resume_token, study=study, participant_id=participant_id)
+        if not resumed and has_started(profile):
+            raise PanelRefused(
+                title="This participant id has already started in another browser",
+                text="Continue in the browser you started in, or ask the study team for a resume link.",
+                status=403,
+            )
+        _sign_out_other_browsers(profile.user)
+        return profile, True
+    if not _arrival_allowed(study):
+        raise PanelRefused(
+            title="Many people are starting this study right now",
+            text="Please wait a minute, then open the study link again.",
+            status=429,
+            retry_after=60,
+        )
+    study_pool = consumer_study_pool(study)
+    if study_pool is None or not has_free_slot(study=study, pool_id=study_pool.pool_id, now=now):
+        raise STUDY_FULL
+    profile = find_or_create_panel_participant(
+        study=study, participant_id=participant_id, panel_study_id=panel_study_id, panel_session_id=panel_session_id
+    )
+    return profile, True
+
+
+def has_started(profile: RaterProfile) -> bool:
+    """Whether an account holds anything of its owner's: consent, survey answers, items, drafts or ratings."""
+    return (
+        profile.consented_at is not None
+        or profile.onboarded_at is not None
+        or RaterBackground.objects.filter(profile=profile).exists()
+        or profile.assignments.exists()
+    )
+
+
+def _is_panel_user(user) -> bool:
+    return RaterProfile.objects.filter(user=user).exclude(panel_participant_id="").exists()
+
+
+def _sign_out_other_browsers(user) -> None:
+    # Sessions carry a hash of the password field; a new unusable password ends every session of the user.
+    user.set_unusable_password()
+    user.save(update_fields=["password"])
+
+
+def _arrival_allowed(study: Study) -> bool:
+    """Count a new participant against the study's limit per minute (a window opened by the first)."""
+    limit = settings.PANEL_ARRIVALS_PER_MINUTE
+    if limit <= 0:
+        return True
+    key = f"panel-arrivals:{study.pk}"
+    cache.add(key, 0, timeout=60)
+    try:
+        count = cache.incr(key)
+    except ValueError:  # the window closed between add and incr
+        cache.add(key, 1, timeout=60)
+        count = 1
+    return count <= limit
+
+
+def panel_resume_token(*, study: Study, participant_id: str) -> str:
+    return signing.dumps([study.pk, participant_id], salt=RESUME_SALT)
+
+
+def resume_token_valid(*, token: str, study: Study, participant_id: str) -> bool:
+    if not token:
+        return False
+    try:
+        value = signing.loads(token, salt=RESUME_SALT, max_age=timedelta(days=RESUME_LINK_DAYS))
+    except signing.BadSignature:  # also an expired one
+        return False
+    return value == [study.pk, participant_id]
+
+
+def panel_resume_path(*, study: Study, participant_id: str) -> str:
+    """A link that opens a panel participant's account in any browser, for RESUME_LINK_DAYS days."""
+    token = panel_resume_token(study=study, participant_id=participant_id)
+    query = urlencode({"PROLIFIC_PID": participant_id, "resume": token})
+    return f"{reverse('raters:panel_start', args=[study.pk])}?{query}"
+
+
+def is_panel_participant_of(*, profile: RaterProfile, study: Study) -> bool:
+    """Whether the profile is the account a panel link of this study made (it belongs to one study)."""
+    if not profile.panel_participant_id:
+        return False
+    expected = panel_username(study=study, participant_id=profile.panel_participant_id)
+    return profile.user.get_username() == expected
+
+
 def onboarding_step(profile: RaterProfile) -> str | None:
     """What a rater still has to do before rating: "consent", "demographics" or "background"; None when done."""
     is_consumer = profile.pool.slug == CONSUMER
@@ -128,29 +275,63 @@ def _record_background(*, profile: RaterProfile, values: dict) -> RaterBackgroun
     return background
 
 
-def draw_study_items(*, study: Study, profile: RaterProfile) -> list[Assignment]:
-    """A consumer's share of a study's items, drawn once: a returning rater keeps what they were given.
+@dataclass(frozen=True)
+class PanelProgress:
+    """A panel participant's items in a study."""
 
-    The count is the consumer pool's items_per_rater (10 when unset). Nothing is drawn for a locked
-    study or one without a consumer pool.
+    pending: int  # drawn, not yet rated
+    submitted: int  # rated (including any the study team later withdrew)
+    owed: int  # claims that expired unrated, not replaced by a new draw yet (while the study has items to draw)
+
+    @property
+    def complete(self) -> bool:
+        """Every item drawn is rated: the completion code is earned."""
+        return self.pending == 0 and self.submitted > 0 and self.owed == 0
+
+
+def _share(study_pool: StudyPool) -> int:
+    return study_pool.items_per_rater or DEFAULT_ITEMS_PER_PANEL_RATER
+
+
+def panel_progress(*, study: Study, profile: RaterProfile) -> PanelProgress:
+    study_pool = consumer_study_pool(study)
+    share = _share(study_pool) if study_pool is not None else 0
+    open_statuses = [Assignment.Status.ASSIGNED, Assignment.Status.STARTED]
+    expired = Q(status=Assignment.Status.WITHDRAWN, expired_at__isnull=False, submitted_at__isnull=True)
+    counts = Assignment.objects.filter(rater=profile, item__study=study).aggregate(
+        total=Count("id"),
+        pending=Count("id", filter=Q(status__in=open_statuses)),
+        submitted=Count("id", filter=Q(submitted_at__isnull=False)),
+        expired=Count("id", filter=expired),
+    )
+    kept = counts["total"] - counts["expired"]
+    never_had = study.items.count() - counts["total"]  # a rater gets an item once (even one that expired)
+    owed = max(0, min(share - kept, counts["expired"], never_had))
+    return PanelProgress(pending=counts["pending"], submitted=counts["submitted"], owed=owed)
+
+
+def draw_study_items(*, study: Study, profile: RaterProfile, now=None) -> PanelProgress:
+    """A consumer's share of a study's items (the consumer pool's items_per_rater, 10 when unset).
+
+    Drawn once, after onboarding; a returning rater keeps what they were given. Claims that expired
+    unrated (the participant left) are replaced by new draws when they come back, if slots are free:
+    they may still earn the completion code. Items the study team withdrew are not replaced. Nothing
+    is drawn for a locked study, one without a consumer pool, or a rater marked as dropped out.
     """
     study_pool = consumer_study_pool(study)
-    if study_pool is None or study.is_locked:
-        return []
+    if study_pool is None or study.is_locked or profile.dropped_out_at is not None:
+        return panel_progress(study=study, profile=profile)
     with transaction.atomic():
         # Serialises two requests of the same rater (a form sent twice), so they cannot both draw.
         RaterProfile.objects.select_for_update().filter(pk=profile.pk).first()
-        held = Assignment.objects.filter(rater=profile, item__study=study)
-        if held.exists():
-            return list(held.active())
-        count = study_pool.items_per_rater or DEFAULT_ITEMS_PER_PANEL_RATER
-        return draw_items_for_rater(study=study, rater=profile, count=count)
-
-
-def items_left(*, study: Study, profile: RaterProfile) -> int:
-    """How many of a rater's items in a study are neither submitted nor withdrawn."""
-    held = Assignment.objects.for_rater(profile).filter(item__study=study)
-    return held.exclude(status=Assignment.Status.SUBMITTED).count()
+        progress = panel_progress(study=study, profile=profile)
+        first_draw = not Assignment.objects.filter(rater=profile, item__study=study).exists()
+        missing = _share(study_pool) if first_draw else progress.owed
+        if missing:
+            active = Assignment.objects.for_rater(profile).filter(item__study=study).count()
+            draw_items_for_rater(study=study, rater=profile, count=active + missing, now=now)
+            progress = panel_progress(study=study, profile=profile)
+    return progress
 
 
 def record_completion(*, profile: RaterProfile) -> None:

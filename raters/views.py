@@ -84,14 +84,14 @@ def onboarding(request):
     study = Study.objects.filter(pk=request.session.get(ONBOARDING_STUDY)).first()
     step = services.onboarding_step(profile)
     if step is None:
-        return _start_rating(profile, study)
+        return _start_rating(request, profile, study)
     if request.method == "POST" and request.POST.get("step") != step:
         return redirect("raters:onboarding")  # an earlier step's form sent again: show the current step
     form = ONBOARDING_FORMS[step](request.POST or None, initial=_background_initial(profile))
     if request.method == "POST" and form.is_valid():
         _record_step(step, profile, form.cleaned_data)
         if services.onboarding_step(profile) is None:
-            return _start_rating(profile, study)
+            return _start_rating(request, profile, study)
         return redirect("raters:onboarding")
     context = {"form": form, "step": step, "study": study, "profile": profile}
     return render(request, "raters/onboarding.html", context)
@@ -114,15 +114,46 @@ def _background_initial(profile: RaterProfile) -> dict:
     return {name: getattr(background, name) for name in fields}
 
 
-def _start_rating(profile: RaterProfile, study: Study | None):
-    if study is not None and profile.pool.slug == services.CONSUMER:
-        services.draw_study_items(study=study, profile=profile)
-    return redirect("studies:queue")
+def _start_rating(request, profile: RaterProfile, study: Study | None):
+    if study is None or profile.pool.slug != services.CONSUMER:
+        return redirect("studies:queue")
+    if not services.is_panel_participant_of(profile=profile, study=study):
+        services.draw_study_items(study=study, profile=profile)  # invited consumers: their queue says it all
+        return redirect("studies:queue")
+    return _panel_next(request, profile, study)
+
+
+def _panel_next(request, profile: RaterProfile, study: Study):
+    """Where a panel participant goes now: their items, their completion code, or an honest explanation."""
+    if profile.dropped_out_at is not None:
+        text = "The study team has ended your participation in this study. Please contact them with questions."
+        return _message(request, title="Your participation has ended", text=text, status=410)
+    progress = services.draw_study_items(study=study, profile=profile)
+    if progress.pending and not study.is_locked:
+        return redirect("studies:queue")
+    if progress.complete:
+        services.record_completion(profile=profile)
+        context = {"study": study, "return_url": services.panel_return_url(study)}
+        return render(request, "raters/panel_done.html", context)
+    if study.is_locked:
+        text = "The study closed before you rated every item. Please contact the study team."
+        return _message(request, title="This study has closed", text=text, status=410)
+    return _refused(request, services.STUDY_FULL)
+
+
+def _refused(request, refusal: services.PanelRefused):
+    response = _message(request, title=refusal.title, text=refusal.text, status=refusal.status)
+    if refusal.retry_after:
+        response["Retry-After"] = str(refusal.retry_after)
+    return response
 
 
 @require_GET
 def panel_start(request, study_id):
-    """The link a crowd panel sends participants to, e.g. /panel/3/?PROLIFIC_PID=...&STUDY_ID=...&SESSION_ID=..."""
+    """The link a crowd panel sends participants to, e.g. /panel/3/?PROLIFIC_PID=...&STUDY_ID=...&SESSION_ID=...
+
+    With `resume=<token>` it is a resume link the study team made (see services.enter_panel).
+    """
     study = get_object_or_404(Study, pk=study_id)
     entry = PanelEntryForm(request.GET)
     if not entry.is_valid():
@@ -134,36 +165,39 @@ def panel_start(request, study_id):
         text = "This study is not open to panel participants."
         return _message(request, title="Not a panel study", text=text, status=404)
     data = entry.cleaned_data
-    profile = services.find_or_create_panel_participant(
-        study=study,
-        participant_id=data["PROLIFIC_PID"],
-        panel_study_id=data["STUDY_ID"],
-        panel_session_id=data["SESSION_ID"],
-    )
-    if request.user.pk != profile.user_id:
+    try:
+        profile, sign_in = services.enter_panel(
+            study=study,
+            participant_id=data["PROLIFIC_PID"],
+            panel_study_id=data["STUDY_ID"],
+            panel_session_id=data["SESSION_ID"],
+            user=request.user,
+            resume_token=data["resume"],
+        )
+    except services.PanelRefused as refusal:
+        return _refused(request, refusal)
+    if sign_in:
         login(request, profile.user)
     request.session[ONBOARDING_STUDY] = study.pk
     if services.onboarding_step(profile) is not None:
         return redirect("raters:onboarding")
-    return _start_rating(profile, study)
+    return _panel_next(request, profile, study)
 
 
 @require_GET
 @login_required
 def panel_done(request, study_id):
-    """The completion code, once every item the participant holds in the study is submitted."""
+    """The completion code, once every item the participant drew in the study is rated."""
     study = get_object_or_404(Study, pk=study_id)
     profile = _rater_profile(request.user)
-    if not profile.assignments.filter(item__study=study).exists():
+    if not services.is_panel_participant_of(profile=profile, study=study):
         text = "If you came from a panel, open the study again from the panel's website."
         return _message(request, title="You have no items in this study", text=text, status=403)
-    left = services.items_left(study=study, profile=profile)
-    if left and study.is_locked:
-        text = "The study closed before you rated every item. Please contact the study team."
-        return _message(request, title="This study has closed", text=text, status=410)
-    if left:
+    if services.onboarding_step(profile) is not None:
+        return redirect("raters:onboarding")
+    progress = services.panel_progress(study=study, profile=profile)
+    if progress.pending and not study.is_locked:
+        left = progress.pending
         messages.info(request, f"{left} item{'s' if left != 1 else ''} left to rate before you finish.")
         return redirect("studies:queue")
-    services.record_completion(profile=profile)
-    context = {"study": study, "return_url": services.panel_return_url(study)}
-    return render(request, "raters/panel_done.html", context)
+    return _panel_next(request, profile, study)

@@ -75,7 +75,7 @@ class StudySerializer(serializers.ModelSerializer):
         model = Study
         fields = ["id", "name", "description", "kind", "rubric_version", "instructions", "pools", "item_count",
                   "attention_check_count", "assignment_count", "submitted_count", "locked_at",
-                  "claim_timeout_minutes", "created_at"]  # fmt: skip
+                  "claim_timeout_minutes", "unstarted_claim_timeout_minutes", "created_at"]  # fmt: skip
         read_only_fields = fields
 
 

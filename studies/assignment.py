@@ -262,17 +262,19 @@ def _link_slots(links: list[tuple[int, int]]) -> None:
 # --- Raters: claim the next free slots themselves ----------------------------------------------
 
 
-def claim_items(*, study: Study, rater: RaterProfile, count: int = 1) -> list[Assignment]:
+def claim_items(*, study: Study, rater: RaterProfile, count: int = 1, now=None) -> list[Assignment]:
     """Take up to `count` free slots of the rater's pool: least-rated items first, random among equals.
 
-    Safe under concurrency: each slot is locked and skipped by other claimers (SKIP LOCKED).
+    Safe under concurrency: each slot is locked and skipped by other claimers (SKIP LOCKED). Stale claims
+    of others are expired first (see expire_stale_claims), so their slots can be taken.
     """
     if study.is_locked:
         raise AssignmentError("This study is locked.")
     if not study.study_pools.filter(pool_id=rater.pool_id).exists():
         raise AssignmentError(f"The {rater.pool} pool does not take part in this study.")
-    expire_stale_claims(study=study)
-    expires_at = timezone.now() + timedelta(minutes=study.claim_timeout_minutes)
+    now = now or timezone.now()
+    expire_stale_claims(study=study, now=now)
+    expires_at = now + timedelta(minutes=study.claim_timeout_minutes)
     authored: list[int] = []
     if Answer.objects.filter(author_id=rater.user_id).exists():  # almost always false: skip the joins
         own = (
@@ -302,17 +304,34 @@ def claim_items(*, study: Study, rater: RaterProfile, count: int = 1) -> list[As
 
 
 def expire_stale_claims(*, study: Study, now=None) -> int:
-    """Claims not rated before they expired go back to the pool (the assignment is kept, withdrawn)."""
+    """Claims not rated in time go back to the pool (the assignment is kept, withdrawn, with expired_at).
+
+    In time means within the study's claim timeout, and for crowd-panel participants who have not started
+    rating in the study (opened or rated any of its items) within its shorter unstarted-claim timeout:
+    someone who arrives from a panel link, draws items and leaves holds their slots for minutes, not a day.
+    """
     now = now or timezone.now()
-    stale = Assignment.objects.filter(
+    open_claims = Assignment.objects.filter(
         item__study=study,
-        expires_at__lt=now,
+        expires_at__isnull=False,
         status__in=[Assignment.Status.ASSIGNED, Assignment.Status.STARTED],
     )
+    started = Assignment.objects.filter(item__study=study).filter(
+        Q(first_viewed_at__isnull=False)
+        | Q(submitted_at__isnull=False)
+        | Q(status__in=[Assignment.Status.STARTED, Assignment.Status.SUBMITTED])
+    )
+    unstarted_before = now - timedelta(minutes=study.unstarted_claim_timeout_minutes)
+    unstarted = (
+        Q(assigned_at__lt=unstarted_before)
+        & ~Q(rater__panel_participant_id="")
+        & ~Q(rater_id__in=started.values("rater_id"))
+    )
+    stale = open_claims.filter(Q(expires_at__lt=now) | unstarted)
     with transaction.atomic():
         ids = list(stale.select_for_update(skip_locked=True).values_list("id", flat=True))
         Slot.objects.filter(assignment_id__in=ids).update(assignment=None)
-        return Assignment.objects.filter(id__in=ids).update(status=Assignment.Status.WITHDRAWN)
+        return Assignment.objects.filter(id__in=ids).update(status=Assignment.Status.WITHDRAWN, expired_at=now)
 
 
 # --- Coordinator corrections --------------------------------------------------------------------

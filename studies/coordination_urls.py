@@ -13,6 +13,7 @@ urlpatterns = [
     path("<int:pk>/export.csv", views.export_csv, name="export_csv"),
     path("<int:pk>/export.xlsx", views.export_workbook, name="export_workbook"),
     path("<int:pk>/raters/<int:rater_id>/", views.rater_detail, name="rater"),
+    path("<int:pk>/raters/<int:rater_id>/resume-link/", views.resume_link, name="resume_link"),
     path("<int:pk>/raters/<int:rater_id>/dropped-out/", views.mark_dropped_out, name="dropped_out"),
     path("<int:pk>/assignments/<int:assignment_id>/withdraw/", views.withdraw, name="withdraw"),
     path("<int:pk>/assignments/<int:assignment_id>/reassign/", views.reassign, name="reassign"),

@@ -13,6 +13,7 @@ from django.utils.text import slugify
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from raters.access import coordinator_required, study_team_required
+from raters.services import RESUME_LINK_DAYS, is_panel_participant_of, panel_resume_path
 
 from . import coordination, dashboard, exports
 from .assignment import AssignmentError, AssignReport, assign_study, reassign_assignment, withdraw_assignment
@@ -120,7 +121,23 @@ def lock(request, pk):
 @study_team_required
 def rater_detail(request, pk, rater_id):
     study = _study_or_404(pk)
+    return _rater_page(request, study, _study_rater_or_404(study, rater_id))
+
+
+@require_POST
+@coordinator_required
+def resume_link(request, pk, rater_id):
+    """A link that opens a panel participant's account in another browser; shown once, never stored."""
+    study = _study_or_404(pk)
     rater = _study_rater_or_404(study, rater_id)
+    if not is_panel_participant_of(profile=rater, study=study):
+        messages.error(request, "Only panel participants of this study have resume links.")
+        return redirect("coordination:rater", study.pk, rater.pk)
+    path = panel_resume_path(study=study, participant_id=rater.panel_participant_id)
+    return _rater_page(request, study, rater, resume_link=request.build_absolute_uri(path))
+
+
+def _rater_page(request, study, rater, resume_link=""):
     assignments = Assignment.objects.filter(item__study=study, rater=rater).order_by("position", "id")
     context = {
         "study": study,
@@ -128,6 +145,9 @@ def rater_detail(request, pk, rater_id):
         "assignments": assignments,
         "candidates": list(reassign_candidates(rater)),
         "open_statuses": OPEN,
+        "is_panel_participant": is_panel_participant_of(profile=rater, study=study),
+        "resume_link": resume_link,
+        "resume_link_days": RESUME_LINK_DAYS,
     }
     return render(request, "coordination/rater.html", context)
 

@@ -4,7 +4,7 @@ import secrets
 
 from django.core.exceptions import ValidationError
 from django.db import models
-from django.db.models import Q
+from django.db.models import Case, F, Q, Value, When
 from django.utils import timezone
 
 from datasets.models import Answer, CounterfactualPair, Question
@@ -99,6 +99,11 @@ class Study(models.Model):
     locked_at = models.DateTimeField(null=True, blank=True, help_text="Once locked, ratings can no longer change.")
     claim_timeout_minutes = models.PositiveIntegerField(
         default=24 * 60, help_text="An item claimed but not rated for this long returns to the pool."
+    )
+    unstarted_claim_timeout_minutes = models.PositiveIntegerField(
+        default=20,
+        help_text="Items claimed by a panel participant who has not opened any of them yet return to the pool "
+        "after this long (the claim timeout applies once they have started).",
     )
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -209,6 +214,9 @@ class Assignment(models.Model):
     expires_at = models.DateTimeField(
         null=True, blank=True, help_text="Claimed items not rated by then return to the pool; empty: never."
     )
+    expired_at = models.DateTimeField(
+        null=True, blank=True, help_text="When the claim lapsed unrated and went back to the pool (then withdrawn)."
+    )
     first_viewed_at = models.DateTimeField(null=True, blank=True)
     submitted_at = models.DateTimeField(null=True, blank=True)
 
@@ -236,12 +244,11 @@ class Assignment(models.Model):
 
     def mark_viewed(self) -> None:
         if self.first_viewed_at is None:
-            self.first_viewed_at = timezone.now()
-            updates = ["first_viewed_at"]
-            if self.status == self.Status.ASSIGNED:
-                self.status = self.Status.STARTED
-                updates.append("status")
-            self.save(update_fields=updates)
+            # One conditional UPDATE: a claim that expired (or was withdrawn) meanwhile stays withdrawn.
+            started = Case(When(status=self.Status.ASSIGNED, then=Value(self.Status.STARTED)), default=F("status"))
+            unseen = Assignment.objects.filter(pk=self.pk, first_viewed_at__isnull=True)
+            unseen.exclude(status=self.Status.WITHDRAWN).update(first_viewed_at=timezone.now(), status=started)
+            self.refresh_from_db(fields=["first_viewed_at", "status"])
 
 
 class AuditTrailError(Exception):

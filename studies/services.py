@@ -98,11 +98,11 @@ def next_assignment(*, rater, after: Assignment | None = None) -> Assignment | N
     return pending.first()
 
 
-def draw_items_for_rater(*, study, rater, count: int) -> list[Assignment]:
+def draw_items_for_rater(*, study, rater, count: int, now=None) -> list[Assignment]:
     """Give a rater `count` items of a study (crowd-panel consumers rate k drawn items each).
 
     Least-rated items first, random among equals, safe under concurrency (see assignment.claim_items).
-    Idempotent: a rater who already holds `count` items of the study gets no more.
+    Idempotent: a rater who already holds `count` items of the study (not withdrawn) gets no more.
     """
     from .assignment import claim_items, create_slots
 
@@ -111,5 +111,15 @@ def draw_items_for_rater(*, study, rater, count: int) -> list[Assignment]:
     if missing > 0:
         if not Slot.objects.filter(study=study).exists():
             create_slots(study=study)
-        claim_items(study=study, rater=rater, count=missing)
+        claim_items(study=study, rater=rater, count=missing, now=now)
     return list(Assignment.objects.for_rater(rater).filter(item__study=study))
+
+
+def has_free_slot(*, study, pool_id: int, now=None) -> bool:
+    """Whether a newcomer to the pool could draw an item of the study now (after stale claims expire)."""
+    from .assignment import create_slots, expire_stale_claims
+
+    if not Slot.objects.filter(study=study).exists():
+        create_slots(study=study)
+    expire_stale_claims(study=study, now=now)
+    return Slot.objects.filter(study=study, pool_id=pool_id, assignment__isnull=True).exists()

@@ -6,6 +6,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from datasets.text_diff import diff_segments
 from raters.services import onboarding_step
+from raters.views import ONBOARDING_STUDY
 
 from . import services
 from .access import own_assignment_or_404, rater_profile_or_404
@@ -30,6 +31,9 @@ def queue(request):
         entry["assignments"].append(assignment)
         entry["done"] += assignment.is_done
     next_item = services.next_assignment(rater=profile)
+    panel_study = request.session.get(ONBOARDING_STUDY)
+    if next_item is None and profile.panel_participant_id and panel_study:
+        return redirect("raters:panel_done", panel_study)  # their code, new items, or why there are none
     context = {"studies": studies, "next_item": next_item, "is_panel_participant": bool(profile.panel_participant_id)}
     return render(request, "studies/queue.html", context)
 

@@ -52,3 +52,43 @@ def test_panel_participant_goes_from_link_to_completion_code(page):
     assert profile.completed_at is not None
     assert profile.background.race_ethnicity == ["Asian"]
     assert "60a1b2c3" not in profile.user.username  # the panel id is never the username
+
+
+def test_on_a_phone_a_started_id_a_full_study_and_a_resume_link_are_explained(page, phone_page):
+    from raters.services import panel_resume_path
+
+    study = StudyFactory(consent_text="You will rate answers to health questions.")
+    StudyPoolFactory(study=study, items_per_rater=2)
+    for n in range(2):
+        IndependentItemFactory(study=study, answer__text=f"Model answer {n}.")
+    pid = "70a1b2c3d4e5f6a7b8c9d0e2"
+
+    page.goto(f"/panel/{study.pk}/?PROLIFIC_PID={pid}")  # the participant starts on their computer
+    page.check("input[type=checkbox]")
+    with page.expect_navigation():
+        page.click("main button[type=submit]")
+
+    response = phone_page.goto(f"/panel/{study.pk}/?PROLIFIC_PID={pid}")  # the same id on another device
+    assert response.status == 403
+    assert "already started in another browser" in phone_page.locator("h1").inner_text()
+    screenshot(phone_page, "panel-id-in-use-phone")
+
+    page.check("input[name=race_ethnicity][value='Asian']")
+    page.check("input[name=age_group][value='25-34']")
+    page.check("input[name=gender][value='Woman']")
+    with page.expect_navigation():
+        page.click("main button[type=submit]")
+    assert page.url.endswith("/rate/")  # the participant holds both items: the study is full
+
+    response = phone_page.goto(f"/panel/{study.pk}/?PROLIFIC_PID=someone-new")
+    assert response.status == 409
+    assert "full at the moment" in phone_page.locator("h1").inner_text()
+    assert study.completion_code not in phone_page.content()
+    screenshot(phone_page, "panel-study-full-phone")
+
+    phone_page.goto(panel_resume_path(study=study, participant_id=pid))
+    assert phone_page.url.endswith("/rate/")
+    assert "Rate the next item" in phone_page.content()
+    screenshot(phone_page, "panel-resumed-phone")
+    page.reload()
+    assert "/accounts/login/" in page.url  # the computer was signed out of the account

@@ -82,8 +82,23 @@ def test_second_run_creates_nothing_and_resets_the_passwords():
         assert old != new
         assert not Client().login(username=username, password=old)
         assert Client().login(username=username, password=new)
-    summary = [line for line in first_output.splitlines() if not line.startswith("login ")]
-    assert summary == [line for line in second_output.splitlines() if not line.startswith("login ")]
+    new_each_run = ("login ", "panel link ")
+    summary = [line for line in first_output.splitlines() if not line.startswith(new_each_run)]
+    assert summary == [line for line in second_output.splitlines() if not line.startswith(new_each_run)]
+
+
+def test_each_run_prints_a_panel_link_for_a_new_participant_that_works():
+    links = []
+    for _ in range(2):
+        _, output = run_seed_demo()
+        [line] = [line for line in output.splitlines() if line.startswith("panel link ")]
+        links.append(line.rsplit(" ", 1)[1])
+
+    assert links[0] != links[1]
+    for link in links:
+        response = Client().get(link)
+        assert response.status_code == 302, link
+        assert response["Location"] == "/onboarding/"
 
 
 def test_summary_counts_the_demo_datasets():

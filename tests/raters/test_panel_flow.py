@@ -1,14 +1,18 @@
 """Crowd-panel consumers: link → pseudonymous account → consent → demographics → k drawn items → completion code."""
 
+from datetime import timedelta
 from urllib.parse import urlencode
 
 import pytest
 from django.contrib.messages import get_messages
+from django.db.models import F
+from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
 from raters.models import RaterPool, RaterProfile
-from studies.models import Assignment
+from studies.assignment import expire_stale_claims
+from studies.models import Assignment, Rating
 from studies.services import submit_rating
 from tests.factories import IndependentItemFactory, RaterFactory, StudyFactory, StudyPoolFactory
 
@@ -95,9 +99,8 @@ def test_without_items_per_rater_a_participant_draws_ten(client):
 def test_a_returning_participant_is_the_same_rater_and_gets_no_more_items(client, study):
     _arrive_and_onboard(client, study)
     held = set(Assignment.objects.filter(rater=_participant()).values_list("pk", flat=True))
-    client.logout()
 
-    response = client.get(_panel_url(study))
+    response = client.get(_panel_url(study))  # the same browser, still signed in
 
     assert response.status_code == 302
     assert response["Location"] == QUEUE
@@ -108,7 +111,6 @@ def test_a_returning_participant_is_the_same_rater_and_gets_no_more_items(client
 def test_a_participant_returning_mid_onboarding_resumes_at_the_demographics(client, study):
     client.get(_panel_url(study))
     client.post(reverse("raters:onboarding"), {"step": "consent", "agree": "on"})
-    client.logout()
 
     client.get(_panel_url(study))
     survey = client.get(reverse("raters:onboarding"))
@@ -258,3 +260,183 @@ def test_done_is_forbidden_to_raters_without_items_in_the_study_and_to_non_rater
     assert outsider.status_code == 403
     assert staff.status_code == 403
     assert client.get(reverse("raters:panel_done", args=[999999])).status_code == 404
+
+
+# --- Capacity: items drawn after onboarding, short claims before starting, arrival limit, "study full" -------
+
+
+FULL = b"This study is full at the moment"
+
+
+def _age_claims(*, minutes: int, **filters) -> None:
+    """Move claims back in time, as if made `minutes` ago."""
+    Assignment.objects.filter(**filters).update(
+        assigned_at=F("assigned_at") - timedelta(minutes=minutes),
+        expires_at=F("expires_at") - timedelta(minutes=minutes),
+    )
+
+
+def _held(pid) -> int:
+    return Assignment.objects.for_rater(_participant(pid)).count()
+
+
+def test_items_are_drawn_only_after_consent_and_demographics(client, study):
+    client.get(_panel_url(study))
+    client.post(reverse("raters:onboarding"), {"step": "consent", "agree": "on"})
+    assert not Assignment.objects.exists()
+
+    client.post(reverse("raters:onboarding"), DEMOGRAPHICS)
+
+    assert _held(PID) == 3
+
+
+def test_made_up_participants_cannot_hold_a_small_study_and_the_next_gets_items_or_an_honest_full_page():
+    study = StudyFactory()  # the defaults: claims last 24 h, 20 minutes before a participant starts
+    StudyPoolFactory(study=study, items_per_rater=2, replication=2)
+    IndependentItemFactory.create_batch(4, study=study)  # 8 slots: 4 participants of 2 items fill it
+    browsers = {f"madeup-{n}": Client() for n in range(7)}
+    outcomes = {pid: _arrive_and_onboard(browser, study, pid) for pid, browser in browsers.items()}
+
+    filled = [pid for pid, response in outcomes.items() if response.get("Location") == QUEUE]
+    assert filled == [f"madeup-{n}" for n in range(4)]
+    assert [_held(pid) for pid in filled] == [2, 2, 2, 2]
+    for pid in ["madeup-4", "madeup-5", "madeup-6"]:
+        page = browsers[pid].get(_panel_url(study, pid))
+        assert page.status_code == 409
+        assert FULL in page.content and study.completion_code.encode() not in page.content
+        assert page["Retry-After"]
+        assert not RaterProfile.objects.filter(panel_participant_id=pid).exists()  # nothing kept of them
+    # One of them starts rating; the others leave without opening an item.
+    started = Assignment.objects.filter(rater=_participant("madeup-0")).order_by("position").first()
+    assert browsers["madeup-0"].get(reverse("studies:rate", args=[started.pk])).status_code == 200
+
+    _age_claims(minutes=19)
+    assert Client().get(_panel_url(study, "too-early")).status_code == 409
+    _age_claims(minutes=2)  # 21 minutes: past the unstarted-claim timeout, far from the claim timeout
+    newcomer = Client()
+    assert _arrive_and_onboard(newcomer, study, "newcomer")["Location"] == QUEUE
+
+    assert _held("newcomer") == 2
+    assert _held("madeup-0") == 2  # started: their claims last the claim timeout
+    assert [_held(f"madeup-{n}") for n in (1, 2, 3)] == [0, 0, 0]
+    expired = Assignment.objects.filter(rater__panel_participant_id="madeup-1")
+    assert {(a.status, a.expired_at is not None) for a in expired} == {(Assignment.Status.WITHDRAWN, True)}
+    assert Assignment.objects.filter(expired_at__isnull=False).count() == 6
+
+    _age_claims(minutes=24 * 60, rater__panel_participant_id="madeup-0")
+    assert _arrive_and_onboard(Client(), study, "later")["Location"] == QUEUE
+    assert _held("madeup-0") == 0
+
+
+def test_the_unstarted_claim_timeout_is_the_studys(client):
+    study = StudyFactory(unstarted_claim_timeout_minutes=60)
+    StudyPoolFactory(study=study, items_per_rater=2)
+    IndependentItemFactory.create_batch(2, study=study)
+    _arrive_and_onboard(client, study)
+
+    _age_claims(minutes=45)
+    assert Client().get(_panel_url(study, "second")).status_code == 409
+    _age_claims(minutes=16)
+    assert Client().get(_panel_url(study, "third")).status_code == 302
+    assert _held(PID) == 0
+
+
+def test_new_arrivals_per_study_are_rate_limited(client, study, settings):
+    settings.PANEL_ARRIVALS_PER_MINUTE = 2
+    other = StudyFactory()
+    StudyPoolFactory(study=other)
+    IndependentItemFactory(study=other)
+
+    first, second, third = (Client().get(_panel_url(study, f"arrival-{n}")) for n in range(3))
+
+    assert [first.status_code, second.status_code, third.status_code] == [302, 302, 429]
+    assert third["Retry-After"] == "60"
+    assert b"Please wait a minute" in third.content
+    assert not RaterProfile.objects.filter(panel_participant_id="arrival-2").exists()
+    assert Client().get(_panel_url(other, "arrival-2")).status_code == 302  # another study has its own count
+
+
+def test_a_returning_participant_is_not_a_new_arrival(client, study, settings):
+    settings.PANEL_ARRIVALS_PER_MINUTE = 1
+    _arrive_and_onboard(client, study)
+
+    again = client.get(_panel_url(study))
+    newcomer = Client().get(_panel_url(study, "newcomer"))
+
+    assert again.status_code == 302
+    assert newcomer.status_code == 429
+
+
+def test_a_participant_who_finds_the_study_full_after_the_survey_sees_so_and_keeps_their_account(client):
+    study = StudyFactory()
+    StudyPoolFactory(study=study, items_per_rater=2)
+    IndependentItemFactory.create_batch(2, study=study)
+    client.get(_panel_url(study))  # room when they arrive...
+    client.post(reverse("raters:onboarding"), {"step": "consent", "agree": "on"})
+    _arrive_and_onboard(Client(), study, "quicker")  # ...but someone quicker takes every item
+
+    response = client.post(reverse("raters:onboarding"), DEMOGRAPHICS)
+
+    assert response.status_code == 409
+    assert FULL in response.content and study.completion_code.encode() not in response.content
+    profile = _participant()
+    assert profile.onboarded_at is not None and _held(PID) == 0
+    queue = client.get(QUEUE, follow=True)  # never an empty queue
+    assert queue.status_code == 409 and FULL in queue.content
+    assert client.get(reverse("raters:panel_done", args=[study.pk])).status_code == 409
+    assert _participant().completed_at is None
+
+    _age_claims(minutes=21, rater__panel_participant_id="quicker")
+    back = client.get(_panel_url(study))
+
+    assert back["Location"] == QUEUE
+    assert _held(PID) == 2
+
+
+# --- The completion code needs the drawn items rated ----------------------------------------------------------
+
+
+def test_a_participant_whose_claims_expired_gets_no_completion_code(client, study):
+    _arrive_and_onboard(client, study)  # 3 of the 5 items
+    expire_stale_claims(study=study, now=timezone.now() + timedelta(hours=25))
+    _arrive_and_onboard(Client(), study, "second")  # takes the 3 freed slots...
+    _arrive_and_onboard(Client(), study, "third")  # ...and the last 2
+
+    response = client.get(reverse("raters:panel_done", args=[study.pk]))
+
+    assert response.status_code == 409
+    assert FULL in response.content
+    assert study.completion_code.encode() not in response.content
+    assert _participant().completed_at is None
+    assert not Rating.objects.filter(assignment__rater=_participant()).exists()
+
+
+def test_a_participant_coming_back_after_their_claims_expired_draws_new_items_and_can_finish(client, study):
+    _arrive_and_onboard(client, study)
+    first = set(Assignment.objects.filter(rater=_participant()).values_list("item_id", flat=True))
+    rated = Assignment.objects.filter(rater=_participant()).order_by("position").first()
+    submit_rating(assignment=rated, values={"bias_presence": "no_bias"}, active_seconds=1)
+    expire_stale_claims(study=study, now=timezone.now() + timedelta(hours=25))  # the 2 unrated ones
+
+    response = client.get(reverse("raters:panel_done", args=[study.pk]))
+
+    assert response.status_code == 302 and response["Location"] == QUEUE
+    replacements = Assignment.objects.for_rater(_participant()).exclude(status=Assignment.Status.SUBMITTED)
+    assert replacements.count() == 2
+    assert not first & set(replacements.values_list("item_id", flat=True))  # new items, never one they had
+    for assignment in replacements:
+        submit_rating(assignment=assignment, values={"bias_presence": "no_bias"}, active_seconds=1)
+    done = client.get(reverse("raters:panel_done", args=[study.pk]))
+    assert done.status_code == 200
+    assert study.completion_code.encode() in done.content
+
+
+def test_the_queue_sends_a_panel_participant_with_nothing_left_to_the_panel_page(client, study):
+    _arrive_and_onboard(client, study)
+    for assignment in Assignment.objects.filter(rater=_participant()):
+        submit_rating(assignment=assignment, values={"bias_presence": "no_bias"}, active_seconds=1)
+
+    response = client.get(QUEUE)
+
+    assert response.status_code == 302
+    assert response["Location"] == reverse("raters:panel_done", args=[study.pk])

@@ -9,7 +9,7 @@ import pytest
 from django.db import connection, connections
 from django.utils import timezone
 
-from raters.models import RaterPool
+from raters.models import RaterPool, RaterProfile
 from studies.assignment import (
     AssignmentError,
     assign_study,
@@ -238,3 +238,43 @@ def test_a_study_of_the_demo_data_meets_replication_with_balanced_order_under_co
     for item in StudyItem.objects.filter(study=study):
         swaps = Counter(item.assignments.values_list("swap_answers", flat=True))
         assert swaps[True] == swaps[False] == 3, swaps
+
+
+@pytest.mark.django_db
+def test_claims_of_panel_participants_who_have_not_started_expire_after_the_unstarted_timeout():
+    study = study_with_items(
+        n_items=6, replication=1, pools=("consumer",), claim_timeout_minutes=600, unstarted_claim_timeout_minutes=15
+    )
+    idle, started, invited = raters("consumer", 3)
+    RaterProfile.objects.filter(pk__in=[idle.pk, started.pk]).update(panel_participant_id="panel-id")
+    idle.refresh_from_db()
+    started.refresh_from_db()
+    claims = {rater: claim_items(study=study, rater=rater, count=2) for rater in (idle, started, invited)}
+    claims[started][0].mark_viewed()
+    now = timezone.now()
+
+    assert expire_stale_claims(study=study, now=now + timedelta(minutes=14)) == 0
+    assert expire_stale_claims(study=study, now=now + timedelta(minutes=16)) == 2
+    assert expire_stale_claims(study=study, now=now + timedelta(minutes=599)) == 0
+    assert expire_stale_claims(study=study, now=now + timedelta(minutes=601)) == 4
+
+    expired = Assignment.objects.filter(rater=idle)
+    assert {(a.status, a.expired_at) for a in expired} == {(Assignment.Status.WITHDRAWN, now + timedelta(minutes=16))}
+    assert Slot.objects.filter(study=study, assignment__isnull=True).count() == 6
+
+
+@pytest.mark.django_db
+def test_opening_an_item_whose_claim_just_expired_does_not_bring_the_claim_back():
+    study = study_with_items(n_items=1, replication=1, pools=("consumer",), claim_timeout_minutes=30)
+    [claim] = claim_items(study=study, rater=raters("consumer", 1)[0], count=1)  # the page loaded it...
+    expire_stale_claims(study=study, now=timezone.now() + timedelta(minutes=31))  # ...then the claim expired
+
+    claim.mark_viewed()
+
+    claim.refresh_from_db()
+    assert claim.status == Assignment.Status.WITHDRAWN
+    assert Slot.objects.get(item__study=study).assignment is None
+    fresh = claim_items(study=study, rater=raters("consumer", 1)[0], count=1)
+    fresh[0].mark_viewed()
+    fresh[0].refresh_from_db()
+    assert (fresh[0].status, fresh[0].first_viewed_at is not None) == (Assignment.Status.STARTED, True)

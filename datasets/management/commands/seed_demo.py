@@ -1,3 +1,5 @@
+import secrets
+
 from django.core.management.base import BaseCommand, CommandError
 
 from datasets.demo import seed_demo
@@ -40,7 +42,7 @@ class Command(BaseCommand):
         consumer_study = studies[0].study
         self.stdout.write(
             f"panel link (a new consumer from a crowd panel): /panel/{consumer_study.pk}/"
-            "?PROLIFIC_PID=DEMO-PARTICIPANT-1&STUDY_ID=demo&SESSION_ID=demo"
+            f"?PROLIFIC_PID=DEMO-{secrets.token_hex(4).upper()}&STUDY_ID=demo&SESSION_ID=demo"
         )
         totals = [sum(getattr(d, field) for d in seed.datasets) for field in ("questions", "pairs", "answers")]
         self.stdout.write(
