@@ -10,7 +10,9 @@ from studies import api as studies_api
 
 app_name = "api"
 
-router = SimpleRouter()
+# Path converters, not regexes: with the default regex paths DRF ignores the viewsets' lookup_value_converter,
+# so /api/assignments/abc/rating/ reached the view (and failed there) instead of being a 404.
+router = SimpleRouter(use_regex_path=False)
 router.register("datasets", datasets_api.DatasetViewSet, basename="dataset")
 router.register("import-jobs", datasets_api.ImportJobViewSet, basename="import-job")
 router.register("questions", datasets_api.QuestionViewSet, basename="question")
