@@ -180,3 +180,14 @@ def test_a_nul_in_the_query_string_is_400_with_a_message(coordinator, query):
 
     assert response.status_code == 400
     assert b"NUL character" in response.content
+
+
+@pytest.mark.parametrize(
+    "body",
+    ['{"username": ' + "[" * 100_000 + "]" * 100_000 + "}", '{"username": "a\\u0000", "password": "x"}',
+     '{"username": "\\ud800", "password": "x"}'],
+)  # fmt: skip
+def test_the_token_endpoint_refuses_bodies_the_database_cannot_take_with_400(body):
+    response = post_json(client_for(), "/api/auth/token/", body)
+
+    assert response.status_code == 400

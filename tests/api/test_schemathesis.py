@@ -79,8 +79,8 @@ def test_the_api_answers_generated_requests_without_server_errors_and_as_documen
 
         try:
             answers_as_documented()
-        except (Exception, BaseExceptionGroup) as failure:  # schemathesis groups its failures in a BaseExceptionGroup
-            # every operation is tried; all failures are reported together
+        except (Exception, BaseExceptionGroup) as failure:  # schemathesis raises a BaseExceptionGroup
+            # Every operation is tried; all failures are reported together.
             failures.append(f"{operation.label}: {failure}")
     assert len(operations) > 20
     assert not failures, "\n\n".join(failures)
