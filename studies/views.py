@@ -97,7 +97,7 @@ def save_draft(request, pk):
     try:
         services.save_draft(assignment=assignment, data=request.POST)
     except services.StudyLocked:
-        return HttpResponse("This study is locked.", status=409)
+        return HttpResponse("This study is locked: the draft was not saved.", status=409, content_type="text/plain")
     except services.DraftRefused as refused:
         return HttpResponse(str(refused), status=refused.status, content_type="text/plain; charset=utf-8")
     return HttpResponse(status=204)
