@@ -18,8 +18,8 @@ class AutoSchema(openapi.AutoSchema):
     """drf-spectacular's schema plus the error responses the API's shared machinery returns.
 
     400 for every operation (the address and body checks of config.middleware and config.rest apply to all),
-    401/403 where a permission applies, 404 for objects and paginated lists, 429 where a throttle applies.
-    Operation-specific errors (409 ...) and their wording come from each view's @extend_schema.
+    401 where authentication applies, 403 where a permission does, 404 for objects and paginated lists,
+    429 where a throttle applies. Operation-specific errors (409 ...) come from each view's @extend_schema.
     """
 
     def error_codes(self) -> list[str]:
