@@ -44,7 +44,10 @@ class StorableJSONField(serializers.JSONField):
     """A JSON value checked as the parser checks bodies: form and multipart bodies carry JSON as text too."""
 
     def to_internal_value(self, data):
-        value = super().to_internal_value(data)
+        try:
+            value = super().to_internal_value(data)  # parses JSON sent as form text
+        except RecursionError:
+            raise serializers.ValidationError(f"Not storable: nested more than {MAX_JSON_DEPTH} levels deep.") from None
         if problem := json_problem(value):
             raise serializers.ValidationError(f"Not storable: {problem}.")
         return value

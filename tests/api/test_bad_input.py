@@ -130,6 +130,20 @@ def test_answer_source_parameters_with_a_nul_are_400_as_json_and_as_form_data(co
     assert source.parameters == {}
 
 
+@pytest.mark.parametrize("depth", [40, 100_000])
+def test_answer_source_parameters_nested_too_deep_as_form_text_are_400(coordinator, depth):
+    source = AnswerSourceFactory()
+
+    response = client_for(coordinator).patch(
+        f"/api/answer-sources/{source.id}/",
+        "parameters=" + "%5B" * depth + "%5D" * depth,
+        content_type="application/x-www-form-urlencoded",
+    )
+
+    assert response.status_code == 400
+    assert "nested more than 32 levels deep" in response.json()["parameters"][0]
+
+
 @pytest.mark.parametrize(
     ("body", "content_type"),
     [
