@@ -3,6 +3,7 @@
 from django.urls import path
 from drf_spectacular.views import SpectacularAPIView
 from rest_framework.routers import SimpleRouter
+from rest_framework.settings import api_settings
 
 from config.signin import TokenView
 from datasets import api as datasets_api
@@ -10,7 +11,9 @@ from studies import api as studies_api
 
 app_name = "api"
 
-router = SimpleRouter()
+# Path converters, not regexes: with the default regex paths DRF ignores the viewsets' lookup_value_converter,
+# so /api/assignments/abc/rating/ reached the view (and failed there) instead of being a 404.
+router = SimpleRouter(use_regex_path=False)
 router.register("datasets", datasets_api.DatasetViewSet, basename="dataset")
 router.register("import-jobs", datasets_api.ImportJobViewSet, basename="import-job")
 router.register("questions", datasets_api.QuestionViewSet, basename="question")
@@ -24,7 +27,8 @@ router.register("ratings", studies_api.RatingViewSet, basename="rating")
 router.register("raters", studies_api.RaterViewSet, basename="rater")
 
 urlpatterns = [
-    path("auth/token/", TokenView.as_view(), name="token"),
+    # DRF's token view names its own parsers; it gets the API's, which refuse bodies the database cannot take.
+    path("auth/token/", TokenView.as_view(parser_classes=api_settings.DEFAULT_PARSER_CLASSES), name="token"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("studies/<int:study_id>/items/", studies_api.StudyItemList.as_view(), name="study-items"),
     *router.urls,

@@ -81,6 +81,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "config.middleware.refuse_nul_in_address",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -195,9 +196,15 @@ REST_FRAMEWORK = {
     "NUM_PROXIES": TRUSTED_PROXY_COUNT,  # DRF's throttles: trust X-Forwarded-For only this far
     "DEFAULT_THROTTLE_RATES": {"auth-token": API_TOKEN_RATE},
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    # JSON bodies are checked for what the database cannot store (NUL, lone surrogates, deep nesting).
+    "DEFAULT_PARSER_CLASSES": [
+        "config.rest.StorableJSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
     "DEFAULT_PAGINATION_CLASS": "config.rest.PageNumberPagination",
     "PAGE_SIZE": 50,
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "config.schema.AutoSchema",
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "EquityRate API",
@@ -221,6 +228,11 @@ SPECTACULAR_SETTINGS = {
 # so that a worker on another machine can process them.
 IMPORT_MAX_UPLOAD_BYTES = env_int("IMPORT_MAX_UPLOAD_BYTES", 50 * 1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
+
+# Raters' free text (comment, other_text, ideal_comment) on the rating page, in drafts and in the API, and
+# the whole autosaved draft as stored: larger input is refused with a message, never stored.
+RATING_TEXT_MAX_CHARS = env_int("RATING_TEXT_MAX_CHARS", 5000)
+RATING_DRAFT_MAX_BYTES = env_int("RATING_DRAFT_MAX_BYTES", 64 * 1024)
 FILE_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 
 # The cache holds throttling counters (failed logins, panel arrivals) and short-lived status. Production

@@ -16,7 +16,7 @@ from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 from rest_framework.settings import api_settings
 
-from config.rest import QueryFilters
+from config.rest import JSONObjectField, QueryFilters
 from raters.api_permissions import IsCoordinator, IsStudyTeam
 
 from . import generation_pages, services
@@ -142,6 +142,8 @@ class AnswerSourceInputSerializer(serializers.ModelSerializer):
 
     `api_key_env` names the environment variable holding the key; the key itself is never stored.
     """
+
+    parameters = JSONObjectField(required=False, help_text=AnswerSource._meta.get_field("parameters").help_text)
 
     class Meta:
         model = AnswerSource

@@ -4,9 +4,11 @@ import hashlib
 import json
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator
 from django.db import models
-from django.db.models import Q
+from django.db.models import Q, Value
+from django.db.models.functions import Replace
 
 from config import key_hosts
 
@@ -173,6 +175,22 @@ class AnswerSource(models.Model):
     def export_name(self) -> str:
         """Name used in export column headers: spaces become '-' (ratings-export spec)."""
         return self.name.replace(" ", "-")
+
+    def validate_unique(self, exclude=None) -> None:
+        """Names are unique, and so are export names: 'Src X' and 'Src-X' would share a column of the export."""
+        super().validate_unique(exclude)
+        if exclude and "name" in exclude:
+            return
+        same_column = (
+            AnswerSource.objects.annotate(export=Replace("name", Value(" "), Value("-")))
+            .filter(export=self.export_name)
+            .exclude(pk=self.pk)
+            .first()
+        )
+        if same_column is not None and same_column.name != self.name:
+            raise ValidationError(
+                {"name": f"The source {same_column.name!r} has the same name in exports ({self.export_name!r})."}
+            )
 
 
 class Answer(models.Model):

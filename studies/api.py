@@ -11,10 +11,9 @@ from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_
 from rest_framework import generics, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import APIException, PermissionDenied
-from rest_framework.parsers import JSONParser
 from rest_framework.response import Response
 
-from config.rest import QueryFilters
+from config.rest import QueryFilters, StorableJSONParser
 from raters.api_permissions import IsCoordinator, IsRater, IsStudyTeam
 from raters.models import RaterProfile
 from raters.roles import is_analyst, is_coordinator
@@ -22,7 +21,7 @@ from raters.services import onboarding_step
 
 from . import services
 from .access import own_assignment_or_404
-from .exports import csv_download_response
+from .exports import ExportError, csv_download_response
 from .models import Assignment, Rating, RubricKind, RubricVersion, Study, StudyItem, StudyPool
 from .rubrics import rating_form
 
@@ -31,6 +30,12 @@ class StudyLockedError(APIException):
     status_code = status.HTTP_409_CONFLICT
     default_detail = "This study is locked: ratings can no longer change."
     default_code = "study_locked"
+
+
+class ExportConflict(APIException):
+    status_code = status.HTTP_409_CONFLICT
+    default_detail = "The ratings cannot be written in the release format as they stand."
+    default_code = "export_conflict"
 
 
 # --- Serializers ---------------------------------------------------------------------------------
@@ -280,12 +285,18 @@ class StudyViewSet(viewsets.ReadOnlyModelViewSet):
 
     @extend_schema(
         summary="The study's ratings in the EquityMedQA release format (CSV, streamed)",
-        responses={(200, "text/csv"): OpenApiTypes.BINARY},
+        responses={
+            (200, "text/csv"): OpenApiTypes.BINARY,
+            409: OpenApiResponse(description="Not exportable as it stands, e.g. two sources share a column name."),
+        },
     )
     @action(detail=True, methods=["get"], url_path="export")
     def export(self, request, pk=None):
         study = get_object_or_404(Study.objects.select_related("rubric_version__rubric"), pk=pk)
-        return csv_download_response(study.kind, study)
+        try:
+            return csv_download_response(study.kind, study)
+        except ExportError as error:
+            raise ExportConflict(str(error)) from None
 
 
 class StudyItemList(generics.ListAPIView):
@@ -361,7 +372,13 @@ class AssignmentViewSet(viewsets.ReadOnlyModelViewSet):
             409: OpenApiResponse(description="The study is locked."),
         },
     )
-    @action(detail=True, methods=["post"], url_path="rating", permission_classes=[IsRater], parser_classes=[JSONParser])
+    @action(
+        detail=True,
+        methods=["post"],
+        url_path="rating",
+        permission_classes=[IsRater],
+        parser_classes=[StorableJSONParser],
+    )
     def rating(self, request, pk=None):
         """Rate one of your assignments; rating it again adds a revision and keeps the earlier rating."""
         assignment = own_assignment_or_404(request.user, pk)

@@ -65,7 +65,10 @@ def study_dashboard(request, pk):
 def export_csv(request, pk):
     """The study's current ratings in the release format, streamed (memory does not grow with the rows)."""
     study = _study_or_404(pk)
-    return exports.csv_download_response(study.kind, study)
+    try:
+        return exports.csv_download_response(study.kind, study)
+    except exports.ExportError as error:
+        return _export_refused(request, study, error)
 
 
 @require_GET
@@ -75,11 +78,20 @@ def export_workbook(request, pk):
     study = _study_or_404(pk)
     with tempfile.NamedTemporaryFile(suffix=".xlsx", delete=False) as handle:
         path = Path(handle.name)
-    exports.write_workbook(path, study=study)
+    try:
+        exports.write_workbook(path, study=study)
+    except exports.ExportError as error:
+        path.unlink()
+        return _export_refused(request, study, error)
     workbook = path.open("rb")
     path.unlink()  # the open file stays readable until the response closes it
     name = f"{slugify(study.name) or f'study-{study.pk}'}-equitymedqa_ratings.xlsx"
     return FileResponse(workbook, as_attachment=True, filename=name)
+
+
+def _export_refused(request, study, error):
+    messages.error(request, f"The export was not made: {error}")
+    return redirect("coordination:dashboard", study.pk)
 
 
 @require_POST

@@ -5,6 +5,7 @@ chunk of ratings in memory, never the whole file (STYLE.md). Only current rating
 per (item, rater); raters appear by pseudonym only.
 """
 
+import contextlib
 import csv
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -132,7 +133,12 @@ def pairwise_sources(study: Study | None = None) -> list[str]:
 
 
 def pairwise_rows(study: Study | None = None) -> Iterator[list]:
+    """Raises ExportError at once, before any row: a download or file must never start and then break."""
     source_names = pairwise_sources(study)
+    return _pairwise_rows(study, source_names)
+
+
+def _pairwise_rows(study: Study | None, source_names: list[str]) -> Iterator[list]:
     yield release.header(PAIRWISE, source_names)
     for row in _stream(PAIRWISE, study):
         values = row["values"]
@@ -220,15 +226,33 @@ def _counting(rows: Iterable[list], counts: dict, key: str) -> Iterator[list]:
         yield row
 
 
+def _partial(path: Path) -> Path:
+    return path.with_name(f".{path.name}.partial")
+
+
 def write_csv_files(out_dir, study: Study | None = None) -> dict[str, int]:
-    """All three CSV files (header only when a kind has no ratings); returns the ratings written per file."""
+    """All three CSV files (header only when a kind has no ratings); returns the ratings written per file.
+
+    All or nothing: every kind is checked before anything is written, each file is written under a
+    temporary name, and the three are renamed into place only when all are complete.
+    """
     out_dir = Path(out_dir)
+    rows = {kind: export_rows(kind, study) for kind in release.FILENAMES}  # raises ExportError before writing
     out_dir.mkdir(parents=True, exist_ok=True)
     counts: dict[str, int] = {}
-    for kind, filename in release.FILENAMES.items():
-        with (out_dir / filename).open("wb") as out:
-            for chunk in stream_csv(_counting(export_rows(kind, study), counts, filename)):
-                out.write(chunk)
+    written: list[Path] = []
+    try:
+        for kind, filename in release.FILENAMES.items():
+            written.append(_partial(out_dir / filename))
+            with written[-1].open("wb") as out:
+                for chunk in stream_csv(_counting(rows[kind], counts, filename)):
+                    out.write(chunk)
+    except BaseException:
+        for path in written:
+            path.unlink(missing_ok=True)
+        raise
+    for path, filename in zip(written, release.FILENAMES.values(), strict=True):
+        path.replace(out_dir / filename)
     return counts
 
 
@@ -241,12 +265,25 @@ def _xlsx_cell(value):
 
 
 def write_workbook(path, study: Study | None = None) -> dict[str, int]:
-    """The workbook with the three sheets; booleans and numbers as typed cells. Returns ratings per sheet."""
+    """The workbook with the three sheets; booleans and numbers as typed cells. Returns ratings per sheet.
+
+    All or nothing, like write_csv_files: checked first, saved under a temporary name, then renamed.
+    """
+    path = Path(path)
+    rows = {kind: export_rows(kind, study) for kind in release.SHEETS}  # raises ExportError before writing
     workbook = Workbook(write_only=True)  # rows go to a temporary file as they come
     counts: dict[str, int] = {}
-    for kind, title in release.SHEETS.items():
-        sheet = workbook.create_sheet(title)
-        for row in _counting(export_rows(kind, study), counts, title):
-            sheet.append([_xlsx_cell(value) for value in row])
-    workbook.save(path)
+    partial = _partial(path)
+    try:
+        for kind, title in release.SHEETS.items():
+            sheet = workbook.create_sheet(title)
+            for row in _counting(rows[kind], counts, title):
+                sheet.append([_xlsx_cell(value) for value in row])
+        workbook.save(partial)
+    except BaseException:
+        with contextlib.suppress(Exception):
+            workbook.save(partial)  # the one public way to close the sheets' temporary files
+        partial.unlink(missing_ok=True)
+        raise
+    partial.replace(path)
     return counts

@@ -4,6 +4,7 @@ Export and import both use these, so whatever is written reads back to the same 
 ratings use the rubric's option keys (studies.rubrics); the release uses the published wording.
 """
 
+import math
 from datetime import UTC, datetime
 
 from .models import RubricKind
@@ -56,6 +57,7 @@ EXTRA = {
                      "comment", *_DETAILS],
 }  # fmt: skip
 
+MAX_NUMBER = 2**31 - 1  # the largest count or duration a release cell may hold (a PostgreSQL integer)
 LIST_SEPARATOR = "; "  # rater_race_ethnicity: every category the rater chose
 
 
@@ -142,7 +144,8 @@ class Cells:
             number = cast(value)
         except ValueError:
             number = -1
-        if number < 0:
+        # float() reads "nan" and "inf"; a count larger than a PostgreSQL integer would fail the whole insert.
+        if number < 0 or not math.isfinite(number) or number > MAX_NUMBER:
             self.problems.append(f"{column} must be a number of at least 0, not {value!r}")
             return default
         return number

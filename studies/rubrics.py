@@ -5,6 +5,9 @@ condition holds and must be empty otherwise; nothing from an invalid submission 
 """
 
 from django import forms
+from django.conf import settings
+
+from config.storable import validate_storable_text
 
 from .models import RubricKind
 
@@ -53,6 +56,17 @@ def definition_problems(kind: str, definition) -> list[str]:
     return problems
 
 
+def free_text(label: str, *, rows: int) -> forms.CharField:
+    """A rater's free-text answer: capped (the page, drafts and the API alike) and storable."""
+    return forms.CharField(
+        label=label,
+        required=False,
+        max_length=settings.RATING_TEXT_MAX_CHARS,
+        validators=[validate_storable_text],
+        widget=forms.Textarea({"rows": rows}),
+    )
+
+
 class RatingForm(forms.Form):
     """Base for the three rubrics: the dimensions, Other and comment fields they share."""
 
@@ -72,12 +86,8 @@ class RatingForm(forms.Form):
             widget=forms.CheckboxSelectMultiple,
             required=False,
         )
-        self.fields["other_text"] = forms.CharField(
-            label=definition["other_text_label"], required=False, max_length=2000, widget=forms.Textarea({"rows": 2})
-        )
-        self.fields["comment"] = forms.CharField(
-            label=definition["comment_label"], required=False, max_length=5000, widget=forms.Textarea({"rows": 3})
-        )
+        self.fields["other_text"] = free_text(definition["other_text_label"], rows=2)
+        self.fields["comment"] = free_text(definition["comment_label"], rows=3)
 
     def add_fields(self) -> None:
         raise NotImplementedError
@@ -160,12 +170,8 @@ class CounterfactualForm(RatingForm):
 
     def add_fields(self) -> None:
         self.choice("ideal_answers_differ", "ideal_question", "ideal_options")
-        self.fields["ideal_comment"] = forms.CharField(
-            label=self.definition.get("ideal_comment_label", "Comments (optional)"),
-            required=False,
-            max_length=5000,
-            widget=forms.Textarea({"rows": 2}),
-        )
+        ideal_comment_label = self.definition.get("ideal_comment_label", "Comments (optional)")
+        self.fields["ideal_comment"] = free_text(ideal_comment_label, rows=2)
         self.choice("answers_differ_how", "difference_question", "difference_options")
         self.choice("bias_presence", "bias_question", "bias_options")
 

@@ -1,10 +1,16 @@
 """Rating workflows: show an item, autosave a draft, submit or revise a rating."""
 
+import json
+import math
+
+from django import forms
+from django.conf import settings
 from django.core import signing
 from django.db import transaction
 from django.utils import timezone
 
 from .models import Assignment, Rating, Slot
+from .rubrics import rating_form
 
 SHOWN_AT_SALT = "studies.item-shown-at"
 # A page left open longer than this without JavaScript counts at most this much active time.
@@ -13,6 +19,14 @@ MAX_VIEW_SECONDS = 60 * 60
 
 class StudyLocked(Exception):
     """The study is locked: its ratings can no longer change."""
+
+
+class DraftRefused(Exception):
+    """A draft that is not kept, with the reason for the rater and the HTTP status saying so."""
+
+    def __init__(self, message: str, status: int = 400):
+        super().__init__(message)
+        self.status = status
 
 
 def sign_shown_at() -> str:
@@ -39,14 +53,46 @@ def active_seconds_for_view(*, shown_at_token: str, reported_active: str | None)
         active = float(reported_active) if reported_active not in (None, "") else None
     except ValueError:
         active = None
-    if active is None or active < 0:
+    if active is None or not math.isfinite(active) or active < 0:  # "nan" and "inf" parse as floats
         return ceiling if shown is not None else 0.0
     return min(active, shown if shown is not None else active)
 
 
-def save_draft(*, assignment: Assignment, draft: dict) -> None:
+def draft_values(*, rubric_version, data) -> dict:
+    """The rubric's answers found in posted form data, each checked by its own field of the rating form.
+
+    A draft is whatever is filled in so far: nothing is required and the rules between answers wait for
+    the submission, but each answer must be one the form could take (a known option, text within
+    RATING_TEXT_MAX_CHARS that the database can store), and the whole draft fits RATING_DRAFT_MAX_BYTES.
+    Raises DraftRefused with every problem.
+    """
+    draft, problems = {}, []
+    for name, field in rating_form(rubric_version).fields.items():
+        if name not in data:
+            continue
+        value = data.getlist(name) if isinstance(field, forms.MultipleChoiceField) else data.get(name)
+        try:
+            field.clean(value)
+        except forms.ValidationError as error:
+            problems += [f"{field.label}: {' '.join(problem.messages)}"
+                         for problem in error.error_list if problem.code != "required"]  # fmt: skip
+        draft[name] = value
+    if problems:
+        raise DraftRefused("The draft was not saved. " + " ".join(problems))
+    size = len(json.dumps(draft, ensure_ascii=False).encode())
+    if size > settings.RATING_DRAFT_MAX_BYTES:
+        raise DraftRefused(
+            f"The draft was not saved: it is {size} bytes, more than the {settings.RATING_DRAFT_MAX_BYTES} allowed.",
+            status=413,
+        )
+    return draft
+
+
+def save_draft(*, assignment: Assignment, data) -> None:
+    """Keep the answers filled in so far (form data, checked by draft_values), never as a rating."""
     if assignment.item.study.is_locked:
         raise StudyLocked
+    draft = draft_values(rubric_version=assignment.item.study.rubric_version, data=data)
     Assignment.objects.filter(pk=assignment.pk).update(draft=draft)
 
 

@@ -96,16 +96,12 @@ def rate_context(assignment, form) -> dict:
 @require_POST
 @login_required
 def save_draft(request, pk):
-    """Autosave from the page's script: whatever is filled in so far, unvalidated, never a rating."""
+    """Autosave from the page's script: whatever is filled in so far, never a rating (services.draft_values)."""
     assignment = own_assignment_or_404(request.user, pk)
-    fields = rating_form(assignment.item.study.rubric_version).fields
-    draft = {
-        name: request.POST.getlist(name) if name == "dimensions" else request.POST.get(name, "")
-        for name in fields
-        if name in request.POST
-    }
     try:
-        services.save_draft(assignment=assignment, draft=draft)
+        services.save_draft(assignment=assignment, data=request.POST)
     except services.StudyLocked:
-        return HttpResponse("This study is locked.", status=409)
+        return HttpResponse("This study is locked: the draft was not saved.", status=409, content_type="text/plain")
+    except services.DraftRefused as refused:
+        return HttpResponse(str(refused), status=refused.status, content_type="text/plain; charset=utf-8")
     return HttpResponse(status=204)

@@ -50,8 +50,12 @@
     const data = new FormData(form);
     fetch(form.dataset.draftUrl, { method: "POST", body: data, credentials: "same-origin" })
       .then((response) => {
-        if (status) status.textContent = response.ok ? "Draft saved." : "Draft not saved.";
+        if (response.ok) return "Draft saved.";
+        // The server says why in plain text (too long, a locked study); anything else is a generic failure.
+        const plain = (response.headers.get("Content-Type") || "").startsWith("text/plain");
+        return plain ? response.text() : "Draft not saved.";
       })
+      .then((message) => { if (status) status.textContent = message; })
       .catch(() => { if (status) status.textContent = "Draft not saved (offline?)."; });
   }
   function scheduleSave() {

@@ -133,6 +133,19 @@ def test_draft_autosaves_and_comes_back_after_reload(page):
     assert not Rating.objects.exists()
 
 
+def test_a_draft_the_server_refuses_shows_the_servers_reason(page):
+    user, [assignment] = rater_with("physician", IndependentItemFactory())
+    log_in(page, user.username, PASSWORD)
+    page.goto(f"/rate/{assignment.pk}/")
+    page.evaluate("document.querySelector('textarea[name=comment]').removeAttribute('maxlength')")
+
+    page.fill("textarea[name=comment]", "x" * 5001)
+
+    page.wait_for_selector("text=The draft was not saved. Comments (optional): Ensure this value has at most 5000")
+    assignment.refresh_from_db()
+    assert assignment.draft == {}
+
+
 def test_queue_and_progress_work_on_a_phone(phone_page):
     page = phone_page
     study = StudyFactory()

@@ -73,6 +73,17 @@ def test_dataset_detail_searches_questions_and_lists_pairs(client, analyst):
     assert b"Black \xe2\x86\x92 White" in response.content
 
 
+@pytest.mark.parametrize("query", [{"q": "\x00"}, {"q": "lung\x00"}, {"page": "\x00"}])
+def test_a_nul_in_the_dataset_search_is_400_with_a_message(client, analyst, query):
+    dataset = QuestionFactory().dataset
+    client.force_login(analyst)
+
+    response = client.get(reverse("datasets:detail", args=[dataset.pk]), query)
+
+    assert response.status_code == 400
+    assert b"NUL character" in response.content
+
+
 def test_dataset_detail_of_a_missing_dataset_is_404(client, analyst):
     client.force_login(analyst)
     assert client.get(reverse("datasets:detail", args=[999999])).status_code == 404

@@ -93,6 +93,20 @@ def test_an_unknown_token_is_not_found(client):
     assert _sign_up(client, Invitation(token="no-such-token")).status_code == 404
 
 
+@pytest.mark.parametrize("path", ["/join/%00/", "/join/abc%00def/"])
+def test_a_nul_in_the_join_link_is_400_with_a_message(client, path):
+    response = client.get(path)
+
+    assert response.status_code == 400
+    assert b"NUL character" in response.content
+
+
+@pytest.mark.parametrize("path", ["/join/a.b/", "/join/%F0%9F%98%80/", "/join/a%20b/"])
+def test_a_join_link_whose_token_has_characters_no_token_has_is_404(client, path):
+    InvitationFactory()
+    assert client.get(path).status_code == 404
+
+
 def test_an_expired_invitation_is_refused_with_a_message(client):
     invitation = InvitationFactory(expires_at=timezone.now() - timedelta(minutes=1))
 

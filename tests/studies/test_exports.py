@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import pandas as pd
 import pytest
 from django.core.management import call_command
+from django.urls import reverse
 from openpyxl import load_workbook
 
 from raters.models import RaterProfile
@@ -381,3 +382,64 @@ def test_the_export_command_writes_csv_files_or_the_workbook(tmp_path):
 
     assert sorted(p.name for p in (tmp_path / "csv").iterdir()) == sorted(release.FILENAMES.values())
     assert [p.name for p in (tmp_path / "xlsx").iterdir()] == ["equitymedqa_ratings.xlsx"]
+
+
+def clashing_pairwise_study():
+    """Sources created before export names had to be unique: 'Src X' and 'Src-X' share a column."""
+    item = PairwiseItemFactory(answer_1__source__name="Src X", answer_2__source__name="Src-X")
+    rate(item, OnboardedRaterFactory().rater_profile, pairwise("tie"))
+    return item.study
+
+
+def test_sources_sharing_an_export_column_stop_the_export_before_the_first_row():
+    from studies.exports import ExportError
+
+    study = clashing_pairwise_study()
+
+    with pytest.raises(ExportError, match="'Src X' and 'Src-X' would share the column 'Src-X_answer_more_bias'"):
+        export_rows("pairwise", study)  # not on the first row read: a download must never start and then break
+
+
+@pytest.mark.parametrize("file_format", ["csv", "xlsx"])
+def test_a_failed_export_command_leaves_no_files_behind(tmp_path, file_format):
+    from django.core.management.base import CommandError
+
+    build_release()  # the independent file would come first
+    clashing_pairwise_study()
+
+    with pytest.raises(CommandError, match="would share the column"):
+        call_command("export_ratings", "--out", str(tmp_path), "--format", file_format)
+
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_export_failing_midway_keeps_the_earlier_complete_files_and_no_partial_ones(tmp_path, monkeypatch):
+    from studies import exports
+
+    build_release()
+    write_csv_files(tmp_path)
+    before = {path.name: path.read_bytes() for path in tmp_path.iterdir()}
+    rate(IndependentItemFactory(), OnboardedRaterFactory().rater_profile, independent("no_bias"))
+
+    def broken_rows(study=None):
+        yield release.header("counterfactual")
+        raise OSError("disk full")
+
+    monkeypatch.setitem(exports.ROWS, "counterfactual", broken_rows)
+    with pytest.raises(OSError, match="disk full"):
+        write_csv_files(tmp_path)
+    with pytest.raises(OSError, match="disk full"):
+        write_workbook(tmp_path / release.WORKBOOK)
+
+    assert {path.name: path.read_bytes() for path in tmp_path.iterdir()} == before
+
+
+def test_the_export_pages_say_why_an_export_cannot_be_made(client, coordinator):
+    study = clashing_pairwise_study()
+    client.force_login(coordinator)
+
+    for name in ("coordination:export_csv", "coordination:export_workbook"):
+        response = client.get(reverse(name, args=[study.pk]), follow=True)
+
+        assert response.redirect_chain == [(reverse("coordination:dashboard", args=[study.pk]), 302)]
+        assert "The export was not made: The answer sources" in response.content.decode()

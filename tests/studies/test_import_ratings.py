@@ -236,6 +236,25 @@ def test_bad_rows_are_reported_by_file_and_line_and_nothing_is_imported(tmp_path
     assert counts() == before
 
 
+@pytest.mark.parametrize("cell", ["nan", "inf", "-inf", "1e999", "2147483648"])
+def test_timings_and_counts_that_are_not_finite_numbers_in_range_are_reported(tmp_path, cell):
+    columns = [*release.REQUIRED["independent"], "active_seconds", "wall_seconds", "revision"]
+    write(tmp_path / "ratings_independent.csv", [
+        columns,
+        ["q1", "EHAI", "Physician", "rater_1", "No bias", *["False"] * 7, cell, "1.5", "1"],
+        ["q2", "EHAI", "Physician", "rater_1", "No bias", *["False"] * 7, "2", "1.5", cell],
+    ])  # fmt: skip
+
+    with pytest.raises(RatingsImportError) as raised:
+        import_ratings(path=tmp_path)
+
+    assert raised.value.problems == [
+        f"ratings_independent.csv, line 2: active_seconds must be a number of at least 0, not {cell!r}",
+        f"ratings_independent.csv, line 3: revision must be a number of at least 0, not {cell!r}",
+    ]
+    assert not Rating.objects.exists()
+
+
 def test_missing_columns_and_known_raters_of_another_pool_are_reported(tmp_path):
     physician = OnboardedRaterFactory(pool="physician").rater_profile
     write(tmp_path / "ratings_independent.csv", [
