@@ -9,7 +9,6 @@ Other columns are kept as the answer's response metadata.
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from itertools import batched
 
 from django.db import transaction
 from django.utils.dateparse import parse_datetime
@@ -20,7 +19,7 @@ from .errors import ImportRejected, RowError, RowErrors
 from .questions import ParsedQuestions, is_jsonl, table_records
 from .reading import Source, first_text, loads_json
 from .report import ImportReport
-from .store import BATCH_ROWS, short_hash
+from .store import BATCH_ROWS, batches, short_hash
 
 MAX_LATENCY_MS = 2**31 - 1
 PROVENANCE_COLUMNS = {"model", "prompt", "parameters", "generated_at", "latency_ms", "dataset"}
@@ -66,7 +65,7 @@ def import_answers_file(source: Source, filename: str, options: AnswerOptions) -
         written = ParsedQuestions(format="answers")
         resolver = _QuestionResolver(written.errors)
         datasets_used: set[str] = set()
-        for batch in batched(_rows(source, first, filename, options, written), BATCH_ROWS):
+        for batch in batches(_rows(source, first, filename, options, written), _row_size):
             questions = resolver.resolve(list(batch))
             answers = _new_answers(batch, questions, answer_source, options, written.errors, report)
             Answer.objects.bulk_create(answers, batch_size=BATCH_ROWS)
@@ -83,7 +82,7 @@ def _check_file(source: Source, first: str, filename: str, options: AnswerOption
     resolver = _QuestionResolver(database)
     answer_source = AnswerSource.objects.filter(name=options.source).first()
     text_by_key: dict[int, int] = {}  # hash(question, settings) -> hash(answer text), for the file's rows
-    for batch in batched(_rows(source, first, filename, options, parsed), BATCH_ROWS):
+    for batch in batches(_rows(source, first, filename, options, parsed), _row_size):
         questions = resolver.resolve(list(batch))
         existing = {}
         if answer_source is not None:
@@ -105,6 +104,10 @@ def _check_file(source: Source, first: str, filename: str, options: AnswerOption
         raise parsed.errors.rejected()
     if database:
         raise database.rejected()
+
+
+def _row_size(row: AnswerRow) -> int:
+    return len(row.text) + len(row.prompt) + len(row.question_text) + 100
 
 
 def _conflict_message(source_name: str, question: Question) -> str:

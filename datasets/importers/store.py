@@ -7,9 +7,8 @@ writes it in batches inside one transaction, so an import is still all or nothin
 """
 
 from array import array
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from itertools import batched
 
 from django.db import transaction
 
@@ -32,7 +31,29 @@ from .questions import (
 from .reading import Source, json_problem, text_problem
 from .report import ImportReport
 
+# A batch is written (or checked against the database) at this many rows or this much text, whichever comes
+# first: the batch, and the SQL built from it, are what an import holds in memory.
 BATCH_ROWS = 1000
+BATCH_CHARS = 1024 * 1024
+
+
+def batches[T](items: Iterable[T], size: Callable[[T], int]) -> Iterator[list[T]]:
+    batch: list[T] = []
+    chars = 0
+    for item in items:
+        batch.append(item)
+        chars += size(item)
+        if len(batch) >= BATCH_ROWS or chars >= BATCH_CHARS:
+            yield batch
+            batch, chars = [], 0
+    if batch:
+        yield batch
+
+
+def _item_size(item: Item) -> int:
+    if isinstance(item, Injection):
+        return 2000  # rendered from a MedQA question (about 1 KB) later
+    return sum(len(row.text) for row in _questions_of(item)) + 100
 
 
 def short_hash(*parts: str) -> int:
@@ -71,7 +92,7 @@ class _FileChecks:
 def _check_file(source: Source, filename: str, options: QuestionOptions, parsed: ParsedQuestions) -> None:
     checks = _FileChecks()
     renderer = _InjectionRenderer(checks.database)
-    for batch in batched(question_items(source, filename, options, parsed), BATCH_ROWS):
+    for batch in batches(question_items(source, filename, options, parsed), _item_size):
         rows = []
         for item in renderer.rendered(batch):
             if isinstance(item, PairRow) and (problem := json_problem(item.metadata)):
@@ -213,7 +234,7 @@ def _write_file(
     datasets: dict[str, Dataset] = {}
     seen: set[int] = set()  # hash(dataset, text) of the questions created or counted so far
     renderer = _InjectionRenderer(parsed.errors)
-    for batch in batched(question_items(source, filename, options, parsed), BATCH_ROWS):
+    for batch in batches(question_items(source, filename, options, parsed), _item_size):
         items = list(renderer.rendered(batch))
         names = [row.dataset for item in items for row in _questions_of(item) if row.dataset not in datasets]
         datasets.update(get_or_create_datasets(names, report))
