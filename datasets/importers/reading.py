@@ -26,6 +26,7 @@ MAX_JSON_DEPTH = 32
 Opener = Callable[[], BinaryIO]
 Source = bytes | Opener
 
+_BARE_CR = re.compile("(?<=\r)(?!\n)")
 _NOT_STORABLE = re.compile("[\x00\ud800-\udfff]")  # NUL and lone surrogates: PostgreSQL text cannot hold them
 
 
@@ -54,13 +55,25 @@ def text_lines(source: Source) -> Iterator[tuple[int, str]]:
             if b"\x00" in raw:
                 raise ImportRejected([RowError(number, "the file contains NUL bytes: is it a binary file or UTF-16?")])
             try:
-                yield number, raw.decode("utf-8")
+                text = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
                 message = (
                     f"not valid UTF-8 (byte 0x{raw[exc.start]:02X} at column {exc.start + 1}); "
                     "save the file as UTF-8 and import it again"
                 )
                 raise ImportRejected([RowError(number, message)]) from exc
+            if "\r" not in text[:-2]:
+                yield number, text
+                continue
+            # A bare CR ends a line too (old Mac files), as in Python's universal newlines.
+            pieces = _BARE_CR.split(text)
+            for piece in pieces[:-1]:
+                yield number, piece
+                number += 1
+            if pieces[-1]:
+                yield number, pieces[-1]
+            else:
+                number -= 1
 
 
 def first_text(source: Source) -> str | None:

@@ -56,3 +56,12 @@ def test_an_answer_file_many_times_the_memory_bound_imports_within_it(tmp_path):
 
     assert Answer.objects.count() == ROWS
     assert peak < size / 3, f"peak {peak / 2**20:.1f} MiB for a {size / 2**20:.1f} MiB file"
+
+
+def test_line_ends_of_every_kind_still_split_rows_and_quoted_cells_keep_theirs():
+    data = b'id,question\r1,"What helps\rwith pain?"\r\n2,Why?\n3,How long?\r'
+
+    report = import_questions(data=data, filename="q.csv", options=QuestionOptions(dataset="Mine"))
+
+    assert report.questions_created == 3
+    assert Question.objects.get(external_id="1").text == "What helps\rwith pain?"
