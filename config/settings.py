@@ -224,9 +224,12 @@ SPECTACULAR_SETTINGS = {
     },
 }
 
-# Uploads for importers are read into memory and stored on an import job row,
-# so that a worker on another machine can process them.
+# Uploads for importers are stored in the database in chunks (never read whole), so that a worker on another
+# machine can process them; importers stream them row by row.
 IMPORT_MAX_UPLOAD_BYTES = env_int("IMPORT_MAX_UPLOAD_BYTES", 50 * 1024 * 1024)
+# A workbook (.xlsx) is a zip: its parts' declared uncompressed sizes are checked before it is parsed.
+IMPORT_MAX_WORKBOOK_UNCOMPRESSED_BYTES = env_int("IMPORT_MAX_WORKBOOK_UNCOMPRESSED_BYTES", 256 * 1024 * 1024)
+IMPORT_MAX_WORKBOOK_COMPRESSION_RATIO = env_int("IMPORT_MAX_WORKBOOK_COMPRESSION_RATIO", 200)
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 
 # Raters' free text (comment, other_text, ideal_comment) on the rating page, in drafts and in the API, and

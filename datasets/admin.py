@@ -109,7 +109,6 @@ class ImportJobAdmin(admin.ModelAdmin):
     list_display = ["filename", "kind", "status", "created_by", "created_at", "finished_at"]
     list_filter = ["kind", "status"]
     search_fields = ["filename"]
-    exclude = ["content"]
     readonly_fields = ["kind", "filename", "options", "status", "report", "errors", "created_by", "started_at",
                        "finished_at"]  # fmt: skip
 

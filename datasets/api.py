@@ -327,7 +327,7 @@ class DatasetViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
         job = services.start_import_job(
             kind=ImportJob.Kind.QUESTIONS,
             filename=upload.name,
-            data=upload.read(),
+            chunks=upload.chunks(),
             options=serializer.import_options(),
             user=request.user,
         )
@@ -341,7 +341,7 @@ class ImportJobViewSet(viewsets.ReadOnlyModelViewSet):
     permission_classes = [IsCoordinator]
     serializer_class = ImportJobSerializer
     lookup_value_converter = "int"
-    queryset = ImportJob.objects.defer("content")
+    queryset = ImportJob.objects.all()
 
 
 @extend_schema_view(list=extend_schema(parameters=[QuestionFilters]))

@@ -7,6 +7,7 @@ the same way: a second run finds everything present and creates nothing.
 
 import secrets
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from django.contrib.auth import get_user_model
@@ -142,7 +143,7 @@ def load_demo_data(*, data_dir: Path = DEMO_DATA) -> list[ImportReport]:
     """Import every demo file; raises ImportRejected if a committed file no longer fits the importers."""
     reports = []
     for filename, options in DEMO_IMPORTS:
-        data = (data_dir / filename).read_bytes()
+        data = partial((data_dir / filename).open, "rb")  # opened once for each pass over the file
         if isinstance(options, AnswerOptions):
             reports.append(import_answers(data=data, filename=filename, options=options))
         else:

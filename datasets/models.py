@@ -240,7 +240,7 @@ class Answer(models.Model):
 class ImportJob(models.Model):
     """One file uploaded by a coordinator, imported by a Celery task.
 
-    The file's bytes live on the row so that a worker on another machine can read them.
+    The file's bytes live in the database (ImportChunk rows) so that a worker on another machine can read them.
     """
 
     class Kind(models.TextChoices):
@@ -255,7 +255,6 @@ class ImportJob(models.Model):
 
     kind = models.CharField(max_length=20, choices=Kind.choices)
     filename = models.CharField(max_length=255)
-    content = models.BinaryField()
     options = models.JSONField(default=dict, blank=True)
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.PENDING)
     report = models.JSONField(default=dict, blank=True, help_text="Counts of what was created or found.")
@@ -274,6 +273,21 @@ class ImportJob(models.Model):
     @property
     def is_finished(self) -> bool:
         return self.status in {self.Status.DONE, self.Status.FAILED}
+
+
+class ImportChunk(models.Model):
+    """One piece (at most IMPORT_CHUNK_BYTES) of an uploaded file, in order: neither the web process nor the
+    worker ever holds the whole file. Deleted when the job finishes."""
+
+    job = models.ForeignKey(ImportJob, on_delete=models.CASCADE, related_name="chunks")
+    index = models.PositiveIntegerField()
+    data = models.BinaryField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["job", "index"], name="import_chunk_unique_index")]
+
+    def __str__(self) -> str:
+        return f"chunk {self.index} of import job {self.job_id}"
 
 
 class GenerationJob(models.Model):

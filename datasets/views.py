@@ -53,17 +53,17 @@ def _import_page(request, form_class, kind):
     if request.method == "POST" and form.is_valid():
         upload = form.cleaned_data["file"]
         job = services.start_import_job(
-            kind=kind, filename=upload.name, data=upload.read(), options=form.import_options(), user=request.user
+            kind=kind, filename=upload.name, chunks=upload.chunks(), options=form.import_options(), user=request.user
         )
         return redirect("datasets:import_status", pk=job.pk)
-    recent = ImportJob.objects.filter(kind=kind).defer("content")[:10]
+    recent = ImportJob.objects.filter(kind=kind)[:10]
     return render(request, "datasets/import_form.html", {"form": form, "kind": kind, "recent": recent})
 
 
 @require_GET
 @coordinator_required
 def import_status(request, pk):
-    job = get_object_or_404(ImportJob.objects.defer("content"), pk=pk)
+    job = get_object_or_404(ImportJob, pk=pk)
     return render(request, "datasets/import_status.html", {"job": job})
 
 

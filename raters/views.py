@@ -28,7 +28,7 @@ def home(request):
             "pairs": CounterfactualPair.objects.count(),
             "answers": Answer.objects.count(),
         },
-        "recent_imports": ImportJob.objects.defer("content")[:5],
+        "recent_imports": ImportJob.objects.all()[:5],
     }
     return render(request, "home.html", context)
 

@@ -7,12 +7,15 @@ already rated the item counts as already present.
 """
 
 import csv
+import re
 import zipfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from xml.etree.ElementTree import ParseError
 
+from django.conf import settings
 from openpyxl import load_workbook
 from openpyxl.utils.exceptions import InvalidFileException
 
@@ -25,6 +28,16 @@ class RatingsImportError(Exception):
     def __init__(self, problems: list[str]):
         super().__init__(f"{len(problems)} problem(s) found; nothing was imported.")
         self.problems = problems
+
+
+class UnreadableTable(Exception):
+    """A table's file broke off while being read (a damaged workbook)."""
+
+
+# Parts of a workbook smaller than this are not checked for their compression ratio (XML compresses well).
+WORKBOOK_RATIO_FLOOR_BYTES = 1024 * 1024
+# PostgreSQL text cannot hold NUL, and a lone surrogate is not a character.
+_NOT_STORABLE = re.compile("[\x00\ud800-\udfff]")
 
 
 @dataclass
@@ -66,7 +79,41 @@ def _csv_table(kind: str, path: Path) -> Table:
     return Table(kind, path.name, "line", read)
 
 
+def workbook_size_problem(path: Path) -> str | None:
+    """Why a workbook is refused before it is parsed, from its zip directory: openpyxl holds a workbook's shared
+    strings in memory, so a small file that expands to gigabytes (a zip bomb) must never reach it. zipfile
+    stops reading a part at its declared size, so the declared sizes are the most that can be read."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            parts = archive.infolist()
+    except (zipfile.BadZipFile, OSError) as error:
+        return f"{path.name}: not a readable .xlsx workbook ({error})."
+    limit = settings.IMPORT_MAX_WORKBOOK_UNCOMPRESSED_BYTES
+    total = sum(part.file_size for part in parts)
+    if total > limit:
+        return (
+            f"{path.name}: the workbook expands to {_megabytes(total)} uncompressed, more than the "
+            f"{_megabytes(limit)} allowed (IMPORT_MAX_WORKBOOK_UNCOMPRESSED_BYTES); import the ratings_*.csv files "
+            "instead."
+        )
+    ratio = settings.IMPORT_MAX_WORKBOOK_COMPRESSION_RATIO
+    for part in parts:
+        if part.file_size > WORKBOOK_RATIO_FLOOR_BYTES and part.file_size > ratio * max(part.compress_size, 1):
+            return (
+                f"{path.name}: its part {part.filename} is compressed {part.file_size // max(part.compress_size, 1)}"
+                f":1, more than the {ratio}:1 a spreadsheet has (IMPORT_MAX_WORKBOOK_COMPRESSION_RATIO); "
+                "is it a zip bomb?"
+            )
+    return None
+
+
+def _megabytes(size: int) -> str:
+    return f"{size / (1024 * 1024):.0f} MB"
+
+
 def _workbook_tables(path: Path) -> list[Table]:
+    if problem := workbook_size_problem(path):
+        raise RatingsImportError([problem])
     try:
         workbook = load_workbook(path, read_only=True)
     except (InvalidFileException, zipfile.BadZipFile, OSError, KeyError, ValueError) as error:
@@ -81,13 +128,16 @@ def _workbook_tables(path: Path) -> list[Table]:
 
 
 def _sheet_rows(path: Path, title: str) -> Iterator[tuple[int, list[str]]]:
-    workbook = load_workbook(path, read_only=True, data_only=True)
     try:
-        for number, values in enumerate(workbook[title].iter_rows(values_only=True), start=1):
-            if any(value not in (None, "") for value in values):
-                yield number, [_sheet_text(value) for value in values]
-    finally:
-        workbook.close()
+        workbook = load_workbook(path, read_only=True, data_only=True)
+        try:
+            for number, values in enumerate(workbook[title].iter_rows(values_only=True), start=1):
+                if any(value not in (None, "") for value in values):
+                    yield number, [_sheet_text(value) for value in values]
+        finally:
+            workbook.close()
+    except (InvalidFileException, zipfile.BadZipFile, ParseError, OSError, KeyError, ValueError) as error:
+        raise UnreadableTable(f"not a readable .xlsx workbook ({type(error).__name__}: {error})") from error
 
 
 def _sheet_text(value) -> str:
@@ -126,11 +176,16 @@ def parsed_rows(table: Table, study_name: str, fallback: str) -> Iterator[tuple[
     while columns and not columns[-1]:
         columns.pop()  # spreadsheets may carry empty cells after the last column
     problems = _header_problems(table.kind, columns)
+    if any(_NOT_STORABLE.search(column) for column in columns):
+        problems.append("a column name holds a NUL character or a lone surrogate")
     if problems:
         yield 1, None, problems
         return
     sources = [c.removesuffix(SOURCE_SUFFIX) for c in columns if c.endswith(SOURCE_SUFFIX)]
     for line, cells in lines:
+        if any(_NOT_STORABLE.search(cell) for cell in cells):
+            yield line, None, ["a cell holds a NUL character or a lone surrogate, which cannot be stored"]
+            continue
         # A sheet leaves out empty cells at a row's end; a CSV line must have them all.
         if any(cells[len(columns) :]) or (len(cells) < len(columns) and table.unit == "line"):
             yield line, None, [f"{len(cells)} cells, but the header has {len(columns)} columns"]
@@ -196,6 +251,8 @@ def import_ratings(*, path, study_name: str | None = None) -> ImportReport:
                     problems.append(f"{table.label}, {table.unit} {line}: {'; '.join(row_problems)}")
         except (UnicodeDecodeError, csv.Error) as error:
             problems.append(f"{table.label}: cannot be read as UTF-8 CSV ({error})")
+        except UnreadableTable as error:
+            problems.append(f"{table.label}: {error}")
     if problems:
         raise RatingsImportError(problems)
     rows = ((table.kind, row) for table in tables for _, row, _ in parsed_rows(table, study_name, fallback))

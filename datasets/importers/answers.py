@@ -7,7 +7,7 @@ text is in `answer`. Provenance columns are optional: `model`, `prompt`, `parame
 Other columns are kept as the answer's response metadata.
 """
 
-import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from django.db import transaction
@@ -15,10 +15,11 @@ from django.utils.dateparse import parse_datetime
 
 from ..catalogue import dataset_name_for_stem
 from ..models import Answer, AnswerSource, Dataset, Question, settings_fingerprint, text_fingerprint
-from .errors import ImportRejected, RowError
+from .errors import ImportRejected, RowError, RowErrors
 from .questions import ParsedQuestions, is_jsonl, table_records
-from .reading import decode_text
+from .reading import Source, first_text, loads_json
 from .report import ImportReport
+from .store import BATCH_ROWS, batches, short_hash
 
 MAX_LATENCY_MS = 2**31 - 1
 PROVENANCE_COLUMNS = {"model", "prompt", "parameters", "generated_at", "latency_ms", "dataset"}
@@ -51,41 +52,82 @@ class AnswerRow:
     response_metadata: dict = field(default_factory=dict)
 
 
-def import_answers_file(data: bytes, filename: str, options: AnswerOptions) -> ImportReport:
-    rows, parsed = _parse(data, filename, options)
-    report = ImportReport(rows=parsed.rows)
-    errors: list[RowError] = list(parsed.errors)
-    if errors:
-        raise ImportRejected(errors)
+def import_answers_file(source: Source, filename: str, options: AnswerOptions) -> ImportReport:
+    """Two streaming passes, as for questions (see store.py): check every row, then write in one transaction."""
+    first = first_text(source)
+    if first is None:
+        raise ImportRejected([RowError(0, "the file is empty")])
+    checked = ParsedQuestions(format="answers")  # counts rows read and collects errors
+    _check_file(source, first, filename, options, checked)
+    report = ImportReport(rows=checked.rows)
     with transaction.atomic():
-        source = _source(options, report)
-        questions = _resolve_questions(rows, errors)
-        answers = _new_answers(rows, questions, source, options, errors, report)
-        if errors:
-            raise ImportRejected(errors)
-        Answer.objects.bulk_create(answers, batch_size=1000)
-        report.answers_created = len(answers)
-        report.datasets_used = sorted({q.dataset.name for q in questions.values()})
+        answer_source = _source(options, report)
+        written = ParsedQuestions(format="answers")
+        resolver = _QuestionResolver(written.errors)
+        datasets_used: set[str] = set()
+        for batch in batches(_rows(source, first, filename, options, written), _row_size):
+            questions = resolver.resolve(list(batch))
+            answers = _new_answers(batch, questions, answer_source, options, written.errors, report)
+            Answer.objects.bulk_create(answers, batch_size=BATCH_ROWS)
+            report.answers_created += len(answers)
+            datasets_used.update(q.dataset.name for q in questions.values())
+        if written.errors:  # the file or the database changed between the passes
+            raise written.errors.rejected()
+        report.datasets_used = sorted(datasets_used)
     return report
 
 
-def _parse(data: bytes, filename: str, options: AnswerOptions) -> tuple[list[AnswerRow], ParsedQuestions]:
-    text = decode_text(data)
-    if not text.strip():
-        raise ImportRejected([RowError(0, "the file is empty")])
-    parsed = ParsedQuestions(format="answers")  # collects rows read and errors
-    rows: list[AnswerRow] = []
+def _check_file(source: Source, first: str, filename: str, options: AnswerOptions, parsed: ParsedQuestions) -> None:
+    database = RowErrors()  # conflicts with the database: reported only when the file itself is well formed
+    resolver = _QuestionResolver(database)
+    answer_source = AnswerSource.objects.filter(name=options.source).first()
+    text_by_key: dict[int, int] = {}  # hash(question, settings) -> hash(answer text), for the file's rows
+    for batch in batches(_rows(source, first, filename, options, parsed), _row_size):
+        questions = resolver.resolve(list(batch))
+        existing = {}
+        if answer_source is not None:
+            existing = _existing_answers(answer_source, questions.values())
+        for row in batch:
+            question = questions.get(row.line)
+            if question is None:
+                continue
+            key = (question.id, settings_fingerprint(row.parameters))
+            if key in existing:
+                conflict = existing[key] != row.text
+            else:
+                digest = short_hash(row.text)
+                conflict = text_by_key.setdefault(short_hash(str(key[0]), key[1]), digest) != digest
+            if conflict:
+                database.add(row.line, _conflict_message(options.source, question))
+    resolver.report_unknown_datasets()
+    if parsed.errors:
+        raise parsed.errors.rejected()
+    if database:
+        raise database.rejected()
+
+
+def _row_size(row: AnswerRow) -> int:
+    return len(row.text) + len(row.prompt) + len(row.question_text) + 100
+
+
+def _conflict_message(source_name: str, question: Question) -> str:
+    return (
+        f"{source_name!r} already has a different answer to question {question.external_id!r} "
+        "with these settings; give the new one other parameters or another source"
+    )
+
+
+def _rows(source: Source, first: str, filename: str, options: AnswerOptions, parsed: ParsedQuestions):
     checked_columns = False
-    for line, record in table_records(text, filename, parsed):
+    for line, record in table_records(source, first, filename, parsed):
         if not checked_columns:
             problem = _column_problem(record, options)
             if problem:
-                raise ImportRejected([RowError(line if is_jsonl(filename, text) else 1, problem)])
+                raise ImportRejected([RowError(line if is_jsonl(filename, first) else 1, problem)])
             checked_columns = True
         row = _row(line, record, options, parsed)
         if row is not None:
-            rows.append(row)
-    return rows, parsed
+            yield row
 
 
 def _column_problem(record: dict, options: AnswerOptions) -> str | None:
@@ -100,6 +142,12 @@ def _column_problem(record: dict, options: AnswerOptions) -> str | None:
 
 
 def _row(line: int, record: dict, options: AnswerOptions, parsed: ParsedQuestions) -> AnswerRow | None:
+    text_columns = [options.question_id_column, options.question_column, options.answer_column, "model", "prompt",
+                    "dataset", "generated_at"]  # fmt: skip
+    not_text = [column for column in text_columns if not isinstance(record.get(column) or "", str)]
+    if not_text:
+        parsed.error(line, f"{', '.join(not_text)} must be text, not a JSON object or list")
+        return None
     question_id = (record.get(options.question_id_column) or "").strip()
     question_text = (record.get(options.question_column) or "").strip()
     if not question_id and not question_text:
@@ -107,10 +155,10 @@ def _row(line: int, record: dict, options: AnswerOptions, parsed: ParsedQuestion
         return None
     parameters = record.get("parameters") or {}
     if isinstance(parameters, str):
-        try:
-            parameters = json.loads(parameters) if parameters.strip() else {}
-        except json.JSONDecodeError:
-            parameters = None
+        parameters, problem = loads_json(parameters) if parameters.strip() else ({}, None)
+        if problem:
+            parsed.error(line, f'parameters must be a JSON object, e.g. {{"temperature": 0}}: {problem}')
+            return None
     if not isinstance(parameters, dict):
         parsed.error(line, 'parameters must be a JSON object, e.g. {"temperature": 0}')
         return None
@@ -167,61 +215,72 @@ def _source(options: AnswerOptions, report: ImportReport) -> AnswerSource:
     return source
 
 
-def _resolve_questions(rows: list[AnswerRow], errors: list[RowError]) -> dict[int, Question]:
-    """Find each row's question (by line); ambiguous or unknown questions are errors."""
-    datasets = {
-        name: Dataset.objects.filter(name__iexact=name).first() for name in {r.dataset for r in rows if r.dataset}
+class _QuestionResolver:
+    """Finds each row's question (by line), a batch at a time; ambiguous or unknown questions are errors."""
+
+    def __init__(self, errors: RowErrors):
+        self.errors = errors
+        self.datasets: dict[str, Dataset | None] = {}
+        self.unknown: dict[str, list[int]] = {}  # dataset name -> [first line, rows]
+
+    def resolve(self, rows: list[AnswerRow]) -> dict[int, Question]:
+        for name in {r.dataset for r in rows if r.dataset} - self.datasets.keys():
+            self.datasets[name] = Dataset.objects.filter(name__iexact=name).first()
+        ids = {r.question_id for r in rows if r.question_id}
+        hashes = {text_fingerprint(r.question_text) for r in rows if r.question_text and not r.question_id}
+        candidates = Question.objects.select_related("dataset").filter(external_id__in=ids) | Question.objects.filter(
+            text_hash__in=hashes
+        ).select_related("dataset")
+        by_id: dict[str, list[Question]] = {}
+        by_hash: dict[str, list[Question]] = {}
+        for question in candidates:
+            by_id.setdefault(question.external_id, []).append(question)
+            by_hash.setdefault(question.text_hash, []).append(question)
+        found: dict[int, Question] = {}
+        for row in rows:
+            dataset = self.datasets.get(row.dataset) if row.dataset else None
+            if row.dataset and dataset is None:
+                self.unknown.setdefault(row.dataset, [row.line, 0])[1] += 1
+                continue
+            if row.question_id:
+                matches, what = by_id.get(row.question_id, []), f"question id {row.question_id!r}"
+            else:
+                matches, what = by_hash.get(text_fingerprint(row.question_text), []), "question text"
+            if dataset is not None:
+                matches = [q for q in matches if q.dataset_id == dataset.id]
+            if not matches:
+                where = f" in {dataset.name!r}" if dataset else ""
+                self.errors.add(row.line, f"no question matches the {what}{where}")
+            elif len(matches) > 1:
+                names = ", ".join(sorted(q.dataset.name for q in matches))
+                self.errors.add(row.line, f"the {what} is in several datasets ({names}): name the dataset")
+            else:
+                found[row.line] = matches[0]
+        return found
+
+    def report_unknown_datasets(self) -> None:
+        for name, (line, count) in self.unknown.items():
+            self.errors.add(line, f"no dataset named {name!r} (on {count} row(s))")
+
+
+def _existing_answers(source: AnswerSource, questions) -> dict[tuple[int, str], str]:
+    return {
+        (question_id, digest): text
+        for question_id, digest, text in Answer.objects.filter(
+            source=source, question_id__in={q.id for q in questions}
+        ).values_list("question_id", "settings_hash", "text")
     }
-    for name, dataset in datasets.items():
-        if dataset is None:
-            lines = [r.line for r in rows if r.dataset == name]
-            errors.append(RowError(lines[0], f"no dataset named {name!r} (on {len(lines)} row(s))"))
-    ids = {r.question_id for r in rows if r.question_id}
-    hashes = {text_fingerprint(r.question_text) for r in rows if r.question_text and not r.question_id}
-    candidates = Question.objects.select_related("dataset").filter(external_id__in=ids) | Question.objects.filter(
-        text_hash__in=hashes
-    ).select_related("dataset")
-    by_id: dict[str, list[Question]] = {}
-    by_hash: dict[str, list[Question]] = {}
-    for question in candidates:
-        by_id.setdefault(question.external_id, []).append(question)
-        by_hash.setdefault(question.text_hash, []).append(question)
-    found: dict[int, Question] = {}
-    for row in rows:
-        dataset = datasets.get(row.dataset) if row.dataset else None
-        if row.dataset and dataset is None:
-            continue
-        if row.question_id:
-            matches, what = by_id.get(row.question_id, []), f"question id {row.question_id!r}"
-        else:
-            matches, what = by_hash.get(text_fingerprint(row.question_text), []), "question text"
-        if dataset is not None:
-            matches = [q for q in matches if q.dataset_id == dataset.id]
-        if not matches:
-            where = f" in {dataset.name!r}" if dataset else ""
-            errors.append(RowError(row.line, f"no question matches the {what}{where}"))
-        elif len(matches) > 1:
-            names = ", ".join(sorted(q.dataset.name for q in matches))
-            errors.append(RowError(row.line, f"the {what} is in several datasets ({names}): name the dataset"))
-        else:
-            found[row.line] = matches[0]
-    return found
 
 
 def _new_answers(
-    rows: list[AnswerRow],
+    rows: Iterable[AnswerRow],
     questions: dict[int, Question],
     source: AnswerSource,
     options: AnswerOptions,
-    errors: list[RowError],
+    errors: RowErrors,
     report: ImportReport,
 ) -> list[Answer]:
-    existing = {
-        (question_id, digest): text
-        for question_id, digest, text in Answer.objects.filter(
-            source=source, question_id__in={q.id for q in questions.values()}
-        ).values_list("question_id", "settings_hash", "text")
-    }
+    existing = _existing_answers(source, questions.values())
     new: list[Answer] = []
     for row in rows:
         question = questions.get(row.line)
@@ -230,13 +289,7 @@ def _new_answers(
         key = (question.id, settings_fingerprint(row.parameters))
         if key in existing:
             if existing[key] != row.text:
-                errors.append(
-                    RowError(
-                        row.line,
-                        f"{source.name!r} already has a different answer to question {question.external_id!r} "
-                        "with these settings; give the new one other parameters or another source",
-                    )
-                )
+                errors.add(row.line, _conflict_message(source.name, question))
             else:
                 report.answers_existing += 1
             continue

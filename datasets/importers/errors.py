@@ -1,6 +1,8 @@
 from dataclasses import dataclass
 
 MAX_REPORTED_ERRORS = 200
+# A file where every row is bad reports this many (the first by line) and counts the rest.
+MAX_KEPT_ERRORS = 1000
 
 
 @dataclass(frozen=True, order=True)
@@ -20,13 +22,35 @@ class RowError:
 class ImportRejected(Exception):
     """The file was not imported; `errors` says why, by line."""
 
-    def __init__(self, errors: list[RowError]):
+    def __init__(self, errors: list[RowError], *, omitted: int = 0):
         self.errors = sorted(errors)
+        self.omitted = omitted  # problems found but not kept
         super().__init__(self.summary())
 
     def summary(self) -> str:
         shown = self.errors[:MAX_REPORTED_ERRORS]
         lines = [str(error) for error in shown]
-        if len(self.errors) > len(shown):
-            lines.append(f"... and {len(self.errors) - len(shown)} more problems")
-        return f"Nothing was imported: {len(self.errors)} problem(s).\n" + "\n".join(lines)
+        total = len(self.errors) + self.omitted
+        if total > len(shown):
+            lines.append(f"... and {total - len(shown)} more problems")
+        return f"Nothing was imported: {total} problem(s).\n" + "\n".join(lines)
+
+
+class RowErrors:
+    """The problems of one pass over a file: the first MAX_KEPT_ERRORS are kept, the rest only counted."""
+
+    def __init__(self):
+        self.kept: list[RowError] = []
+        self.omitted = 0
+
+    def __bool__(self) -> bool:
+        return bool(self.kept)
+
+    def add(self, line: int, message: str) -> None:
+        if len(self.kept) < MAX_KEPT_ERRORS:
+            self.kept.append(RowError(line, message))
+        else:
+            self.omitted += 1
+
+    def rejected(self) -> ImportRejected:
+        return ImportRejected(self.kept, omitted=self.omitted)

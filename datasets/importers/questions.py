@@ -7,12 +7,13 @@ Formats (`detect_format` picks one from the file name and first row):
 - `contextsrh`, `qpain`, `medqa`, `biasmedqa`, `biasmedqa_injections`: the seed datasets' own files.
 """
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import PurePath
 
 from ..catalogue import dataset_name_for_stem
-from .errors import ImportRejected, RowError
-from .reading import csv_rows, decode_text, is_blank_row, jsonl_rows
+from .errors import ImportRejected, RowError, RowErrors
+from .reading import Source, csv_rows, first_text, is_blank_row, jsonl_rows
 
 FORMATS = ["auto", "headerless", "table", "contextsrh", "qpain", "medqa", "biasmedqa", "biasmedqa_injections"]
 
@@ -62,54 +63,59 @@ class PairRow:
 
 
 @dataclass
+class Injection:
+    """A BiasMedQA injection: its text is rendered from a base question in the database, by `store`."""
+
+    row: QuestionRow
+    value: dict
+
+
+Item = QuestionRow | PairRow | Injection
+
+
+@dataclass
 class ParsedQuestions:
+    """One pass over a file: its format, the rows read and the problems found (the rows themselves stream)."""
+
     format: str
-    questions: list[QuestionRow] = field(default_factory=list)
-    pairs: list[PairRow] = field(default_factory=list)
-    errors: list[RowError] = field(default_factory=list)
-    # Rows needing base questions from the database (BiasMedQA injections): rendered by `store`.
-    injections: list[tuple[QuestionRow, dict]] = field(default_factory=list)
+    errors: RowErrors = field(default_factory=RowErrors)
     rows: int = 0
 
     def error(self, line: int, message: str) -> None:
-        self.errors.append(RowError(line, message))
+        self.errors.add(line, message)
 
 
-def parse_questions(data: bytes, filename: str, options: QuestionOptions) -> ParsedQuestions:
-    text = decode_text(data)
-    if not text.strip():
+PARSERS: dict[str, Callable[..., Iterator[Item]]] = {}
+
+
+def question_format(source: Source, filename: str, options: QuestionOptions) -> str:
+    """The file's format (options.format, or detected); rejects an empty file or an unknown format."""
+    first = first_text(source)
+    if first is None:
         raise ImportRejected([RowError(0, "the file is empty")])
-    fmt = options.format if options.format != "auto" else detect_format(text, filename, options)
-    parser = {
-        "headerless": _parse_headerless,
-        "table": _parse_table,
-        "contextsrh": _parse_contextsrh,
-        "qpain": _parse_qpain,
-        "medqa": _parse_medqa,
-        "biasmedqa": _parse_biasmedqa_rendered,
-        "biasmedqa_injections": _parse_biasmedqa_injections,
-    }.get(fmt)
-    if parser is None:
+    fmt = options.format if options.format != "auto" else detect_format(source, first, filename, options)
+    if fmt not in PARSERS:
         raise ImportRejected([RowError(0, f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")])
-    parsed = ParsedQuestions(format=fmt)
-    parser(text, filename, options, parsed)
-    _check_consistency(parsed)
-    if parsed.errors:
-        raise ImportRejected(parsed.errors)
-    return parsed
+    return fmt
 
 
-def detect_format(text: str, filename: str, options: QuestionOptions) -> str:
-    if is_jsonl(filename, text):
-        first = next((value for _, value, _ in jsonl_rows(text) if value is not None), {})
-        if "biased_question" in first:
+def question_items(source: Source, filename: str, options: QuestionOptions, parsed: ParsedQuestions):
+    """One pass over the file: yield its questions, pairs and injections; bad rows go to parsed.errors."""
+    first = first_text(source) or ""
+    yield from PARSERS[parsed.format](source, first, filename, options, parsed)
+
+
+def detect_format(source: Source, first: str, filename: str, options: QuestionOptions) -> str:
+    if is_jsonl(filename, first):
+        value = next((value for _, value, _ in jsonl_rows(source) if value is not None), {})
+        if "biased_question" in value:
             return "biasmedqa"
-        if "injected_sentence" in first:
+        if "injected_sentence" in value:
             return "biasmedqa_injections"
-        if {"question", "options", "answer_idx"} <= first.keys():
+        if {"question", "options", "answer_idx"} <= value.keys():
             return "medqa"
         return "table"
-    header = next((cells for _, cells in csv_rows(text)), [])
+    header = next((cells for _, cells in csv_rows(source)), [])
     stripped = [cell.strip() for cell in header]
     if stripped == CONTEXTSRH_HEADER:
         return "contextsrh"
@@ -122,32 +128,39 @@ def detect_format(text: str, filename: str, options: QuestionOptions) -> str:
     return "headerless"
 
 
-def is_jsonl(filename: str, text: str) -> bool:
+def is_jsonl(filename: str, first: str) -> bool:
+    """Whether a file is JSONL, from its name or (no .csv suffix) its first line with text."""
     suffix = PurePath(filename).suffix.lower()
-    return suffix in {".jsonl", ".ndjson", ".json"} or (suffix != ".csv" and text.lstrip().startswith("{"))
+    return suffix in {".jsonl", ".ndjson", ".json"} or (suffix != ".csv" and first.lstrip().startswith("{"))
 
 
 def _dataset_from_options(options: QuestionOptions, filename: str, default: str | None = None) -> str | None:
     return options.dataset or dataset_name_for_stem(PurePath(filename).stem) or default
 
 
-def _require_dataset(parsed: ParsedQuestions, name: str | None, filename: str) -> str:
+def _require_dataset(name: str | None, filename: str) -> str:
     if not name:
-        parsed.error(
-            0,
-            f"which dataset is {PurePath(filename).name!r}? Name it (--dataset NAME, or the form's dataset field)",
-        )
-        raise ImportRejected(parsed.errors)
+        message = f"which dataset is {PurePath(filename).name!r}? Name it (--dataset NAME, or the form's dataset field)"
+        raise ImportRejected([RowError(0, message)])
     return name
+
+
+def _parser(name: str):
+    def register(function):
+        PARSERS[name] = function
+        return function
+
+    return register
 
 
 # --- EquityMedQA release files ---------------------------------------------------------------
 
 
-def _parse_headerless(text: str, filename: str, options: QuestionOptions, parsed: ParsedQuestions) -> None:
-    dataset = _require_dataset(parsed, _dataset_from_options(options, filename), filename)
+@_parser("headerless")
+def _parse_headerless(source, first, filename, options, parsed) -> Iterator[Item]:
+    dataset = _require_dataset(_dataset_from_options(options, filename), filename)
     width = None
-    for index, (line, cells) in enumerate(csv_rows(text)):
+    for index, (line, cells) in enumerate(csv_rows(source)):
         parsed.rows += 1
         if is_blank_row(cells):
             parsed.error(line, "empty row")
@@ -165,12 +178,12 @@ def _parse_headerless(text: str, filename: str, options: QuestionOptions, parsed
             if len(cells) != 1:
                 parsed.error(line, f"expected one column (a question), found {len(cells)}")
                 continue
-            parsed.questions.append(QuestionRow(line, dataset, row_id, cells[0].strip()))
+            yield QuestionRow(line, dataset, row_id, cells[0].strip())
         else:
-            _add_pair(parsed, line, dataset, row_id, cells)
+            yield from _pair(parsed, line, dataset, row_id, cells)
 
 
-def _add_pair(parsed: ParsedQuestions, line: int, dataset: str, pair_id: str, cells: list[str], metadata=None):
+def _pair(parsed: ParsedQuestions, line: int, dataset: str, pair_id: str, cells: list[str], metadata=None):
     if len(cells) != 2:
         parsed.error(line, f"expected two columns (a counterfactual pair), found {len(cells)}")
         return
@@ -183,24 +196,23 @@ def _add_pair(parsed: ParsedQuestions, line: int, dataset: str, pair_id: str, ce
         return
     q1 = QuestionRow(line, dataset, f"{pair_id}-1", first)
     q2 = QuestionRow(line, dataset, f"{pair_id}-2", second)
-    parsed.questions.extend([q1, q2])
-    parsed.pairs.append(PairRow(line, dataset, pair_id, q1, q2, metadata or {}))
+    yield PairRow(line, dataset, pair_id, q1, q2, metadata or {})
 
 
 # --- Generic tables (CSV with a header, JSONL) ----------------------------------------------
 
 
-def table_records(text: str, filename: str, parsed: ParsedQuestions):
+def table_records(source: Source, first: str, filename: str, parsed: ParsedQuestions):
     """Yield (line, {column: value}) from a CSV with a header or a JSONL file."""
-    if is_jsonl(filename, text):
-        for line, value, problem in jsonl_rows(text):
+    if is_jsonl(filename, first):
+        for line, value, problem in jsonl_rows(source):
             parsed.rows += 1
             if problem:
                 parsed.error(line, problem)
             else:
                 yield line, {key: _cell(value[key]) for key in value}
         return
-    rows = csv_rows(text)
+    rows = csv_rows(source)
     _, header = next(rows)
     header = [cell.strip() for cell in header]
     duplicated = sorted({name for name in header if header.count(name) > 1})
@@ -227,19 +239,20 @@ def _cell(value) -> str:
     return str(value) if isinstance(value, int | float) else value
 
 
-def _parse_table(text: str, filename: str, options: QuestionOptions, parsed: ParsedQuestions) -> None:
+@_parser("table")
+def _parse_table(source, first, filename, options, parsed) -> Iterator[Item]:
     default_dataset = _dataset_from_options(options, filename)
     if not default_dataset and not options.dataset_column:
-        _require_dataset(parsed, None, filename)
+        _require_dataset(None, filename)
     used = {options.question_column, options.id_column, options.pair_column, options.dataset_column}
     seen_columns = False
-    for index, (line, record) in enumerate(table_records(text, filename, parsed)):
+    for index, (line, record) in enumerate(table_records(source, first, filename, parsed)):
         if not seen_columns:
             missing = [c for c in (options.question_column, options.pair_column, options.dataset_column) if c]
             missing = [c for c in missing if c not in record]
             if missing:
                 parsed.error(
-                    line if is_jsonl(filename, text) else 1,
+                    line if is_jsonl(filename, first) else 1,
                     f"missing column(s) {', '.join(missing)}; the file has: {', '.join(record)}",
                 )
                 return
@@ -256,11 +269,11 @@ def _parse_table(text: str, filename: str, options: QuestionOptions, parsed: Par
             continue
         metadata = {key: value for key, value in record.items() if key not in used and value not in ("", None)}
         if pair:
-            _add_pair(parsed, line, dataset, row_id, [question, pair], metadata)
+            yield from _pair(parsed, line, dataset, row_id, [question, pair], metadata)
         elif not question:
             parsed.error(line, f"the question ({options.question_column!r}) is empty")
         else:
-            parsed.questions.append(QuestionRow(line, dataset, row_id, question, metadata))
+            yield QuestionRow(line, dataset, row_id, question, metadata)
 
 
 def _text(value) -> str:
@@ -270,9 +283,10 @@ def _text(value) -> str:
 # --- Seed datasets ---------------------------------------------------------------------------
 
 
-def _parse_contextsrh(text: str, filename: str, options: QuestionOptions, parsed: ParsedQuestions) -> None:
+@_parser("contextsrh")
+def _parse_contextsrh(source, first, filename, options, parsed) -> Iterator[Item]:
     dataset = options.dataset or "ContextSRH"
-    rows = csv_rows(text)
+    rows = csv_rows(source)
     next(rows)
     for index, (line, cells) in enumerate(rows):
         parsed.rows += 1
@@ -282,7 +296,7 @@ def _parse_contextsrh(text: str, filename: str, options: QuestionOptions, parsed
         if len(cells) != len(CONTEXTSRH_HEADER):
             parsed.error(line, f"expected {len(CONTEXTSRH_HEADER)} fields, found {len(cells)}")
             continue
-        source, question, *flags = (cell.strip() for cell in cells)
+        source_name, question, *flags = (cell.strip() for cell in cells)
         if not question:
             parsed.error(line, "the question is empty")
             continue
@@ -291,16 +305,17 @@ def _parse_contextsrh(text: str, filename: str, options: QuestionOptions, parsed
             parsed.error(line, f"{', '.join(bad)} must be 'x' or empty")
             continue
         depends_on = [name.lower() for name, flag in zip(CONTEXTSRH_HEADER[2:], flags, strict=True) if flag]
-        metadata = {"source": source, "depends_on": depends_on}
-        parsed.questions.append(QuestionRow(line, dataset, str(index), question, metadata))
+        metadata = {"source": source_name, "depends_on": depends_on}
+        yield QuestionRow(line, dataset, str(index), question, metadata)
 
 
-def _parse_qpain(text: str, filename: str, options: QuestionOptions, parsed: ParsedQuestions) -> None:
+@_parser("qpain")
+def _parse_qpain(source, first, filename, options, parsed) -> Iterator[Item]:
     dataset = options.dataset or "Q-Pain"
     stem = PurePath(filename).stem
     context = QPAIN_CONTEXTS.get(stem, stem.removeprefix("data_").replace("_", " ").title())
     context_id = stem.removeprefix("data_")
-    rows = csv_rows(text)
+    rows = csv_rows(source)
     next(rows)
     vignette_index = 0
     for line, cells in rows:
@@ -334,11 +349,11 @@ def _parse_qpain(text: str, filename: str, options: QuestionOptions, parsed: Par
             metadata["closed_example"] = True  # The "No" row is only ever a few-shot example.
             external_id = f"{context_id}-no"
         text_shown = f"{vignette}\n\n{question}"
-        parsed.questions.append(QuestionRow(line, dataset, external_id, text_shown, metadata))
+        yield QuestionRow(line, dataset, external_id, text_shown, metadata)
 
 
-def _jsonl_objects(text: str, parsed: ParsedQuestions, required: list[str]):
-    for line, value, problem in jsonl_rows(text):
+def _jsonl_objects(source: Source, parsed: ParsedQuestions, required: list[str]):
+    for line, value, problem in jsonl_rows(source):
         parsed.rows += 1
         if problem:
             parsed.error(line, problem)
@@ -347,6 +362,11 @@ def _jsonl_objects(text: str, parsed: ParsedQuestions, required: list[str]):
         if missing:
             parsed.error(line, f"missing {', '.join(missing)}")
             continue
+        wrong = [key for key in ("question", "biased_question", "item_id") if key in required
+                 and not isinstance(value[key], str | int)]  # fmt: skip
+        if wrong:
+            parsed.error(line, f"{', '.join(wrong)} must be text")
+            continue
         yield line, value
 
 
@@ -354,47 +374,52 @@ def _options_problem(value: dict) -> str | None:
     options = value.get("options")
     if not isinstance(options, dict) or not options:
         return "options must be an object of letter → text"
-    if value["answer_idx"] not in options:
+    if not isinstance(value["answer_idx"], str) or value["answer_idx"] not in options:
         return f"answer_idx {value['answer_idx']!r} is not one of the options {', '.join(options)}"
     return None
 
 
-def _parse_medqa(text: str, filename: str, options: QuestionOptions, parsed: ParsedQuestions) -> None:
+@_parser("medqa")
+def _parse_medqa(source, first, filename, options, parsed) -> Iterator[Item]:
     dataset = options.dataset or MEDQA_DATASET
-    for line, value in _jsonl_objects(text, parsed, ["question", "options", "answer_idx"]):
+    for line, value in _jsonl_objects(source, parsed, ["question", "options", "answer_idx"]):
         if problem := _options_problem(value):
             parsed.error(line, problem)
             continue
         metadata = {key: value[key] for key in ("options", "answer_idx", "answer", "meta_info") if key in value}
         # qid is the 0-based line number in the release file, as BiasMedQA uses it.
         metadata["qid"] = line - 1
-        parsed.questions.append(QuestionRow(line, dataset, str(line - 1), value["question"].strip(), metadata))
+        yield QuestionRow(line, dataset, str(line - 1), str(value["question"]).strip(), metadata)
 
 
-def _parse_biasmedqa_rendered(text: str, filename: str, options: QuestionOptions, parsed: ParsedQuestions) -> None:
+@_parser("biasmedqa")
+def _parse_biasmedqa_rendered(source, first, filename, options, parsed) -> Iterator[Item]:
     # The rendered subset keeps the prompts as logged (newlines and quotes escaped), so its texts differ
     # from items rendered from the injections file: by default the two go to different datasets.
     dataset = options.dataset or BIASMEDQA_RENDERED_DATASET
     required = ["item_id", "biased_question", "options", *BIASMEDQA_FIELDS]
-    for line, value in _jsonl_objects(text, parsed, required):
+    for line, value in _jsonl_objects(source, parsed, required):
         if problem := _options_problem(value):
             parsed.error(line, problem)
             continue
         metadata = {k: value[k] for k in value if k not in ("item_id", "biased_question")}
-        text = value["biased_question"].strip()
-        parsed.questions.append(QuestionRow(line, dataset, str(value["item_id"]), text, metadata))
+        text = str(value["biased_question"]).strip()
+        yield QuestionRow(line, dataset, str(value["item_id"]), text, metadata)
 
 
-def _parse_biasmedqa_injections(text: str, filename: str, options: QuestionOptions, parsed: ParsedQuestions) -> None:
+@_parser("biasmedqa_injections")
+def _parse_biasmedqa_injections(source, first, filename, options, parsed) -> Iterator[Item]:
     dataset = options.dataset or "BiasMedQA"
     required = ["item_id", *BIASMEDQA_FIELDS, "injection_position"]
-    for line, value in _jsonl_objects(text, parsed, required):
+    for line, value in _jsonl_objects(source, parsed, required):
         if value["injection_position"] not in ("appended", "after_first_sentence"):
             parsed.error(line, f"unknown injection_position {value['injection_position']!r}")
             continue
+        if not isinstance(value["injected_sentence"], str):
+            parsed.error(line, "injected_sentence must be text")
+            continue
         metadata = {k: value[k] for k in value if k != "item_id"}
-        row = QuestionRow(line, dataset, str(value["item_id"]), "", metadata)
-        parsed.injections.append((row, value))
+        yield Injection(QuestionRow(line, dataset, str(value["item_id"]), "", metadata), value)
 
 
 def render_injection(base_question: str, sentence: str, position: str) -> str:
@@ -404,28 +429,3 @@ def render_injection(base_question: str, sentence: str, position: str) -> str:
         if end >= 0:
             return f"{base_question[: end + 1]} {sentence} {base_question[end + 2 :]}"
     return f"{base_question} {sentence}"
-
-
-# --- Checks across rows ----------------------------------------------------------------------
-
-
-def _check_consistency(parsed: ParsedQuestions) -> None:
-    """Within one file: one id is one text, and a dataset's rows are all pairs or all single questions."""
-    text_by_id: dict[tuple[str, str], str] = {}
-    for row in parsed.questions:
-        key = (row.dataset, row.external_id)
-        if key in text_by_id and text_by_id[key] != row.text:
-            parsed.error(row.line, f"id {row.external_id!r} is used twice in {row.dataset!r} for different questions")
-        text_by_id.setdefault(key, row.text)
-    pair_lines = {pair.line for pair in parsed.pairs}
-    kinds: dict[str, set[bool]] = {}
-    for row in parsed.questions:
-        kinds.setdefault(row.dataset, set()).add(row.line in pair_lines)
-    for dataset, found in kinds.items():
-        if found == {True, False}:
-            for row in parsed.questions:
-                if row.dataset == dataset and row.line not in pair_lines:
-                    parsed.error(
-                        row.line,
-                        f"a pair with one side missing: other rows of {dataset!r} are counterfactual pairs",
-                    )

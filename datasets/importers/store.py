@@ -1,18 +1,215 @@
-"""Validate parsed rows against the database and write them in one transaction."""
+"""Import a question file in two streaming passes: check every row, then write them all in one transaction.
 
-from collections import defaultdict
+Pass 1 reads the file row by row, checks each row on its own, against the rows before it and against the
+database (in batches), and keeps only small keys per row (64-bit hashes), never the rows. If anything is
+wrong the file is rejected with every bad line and nothing is written. Pass 2 reads the file again and
+writes it in batches inside one transaction, so an import is still all or nothing.
+"""
+
+from array import array
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
 
 from django.db import transaction
 
 from ..catalogue import known_dataset
 from ..models import CounterfactualPair, Dataset, Question, text_fingerprint
 from ..text_diff import describe_difference
-from .errors import ImportRejected, RowError
-from .questions import MEDQA_DATASET, ParsedQuestions, QuestionRow, render_injection
+from .errors import ImportRejected, RowErrors
+from .questions import (
+    MEDQA_DATASET,
+    Injection,
+    Item,
+    PairRow,
+    ParsedQuestions,
+    QuestionOptions,
+    QuestionRow,
+    question_format,
+    question_items,
+    render_injection,
+)
+from .reading import Source, json_problem, text_problem
 from .report import ImportReport
 
+# A batch is written (or checked against the database) at this many rows or this much text, whichever comes
+# first: the batch, and the SQL built from it, are what an import holds in memory.
+BATCH_ROWS = 1000
+BATCH_CHARS = 1024 * 1024
 
-def get_or_create_datasets(names: list[str], report: ImportReport) -> dict[str, Dataset]:
+
+def batches[T](items: Iterable[T], size: Callable[[T], int]) -> Iterator[list[T]]:
+    batch: list[T] = []
+    chars = 0
+    for item in items:
+        batch.append(item)
+        chars += size(item)
+        if len(batch) >= BATCH_ROWS or chars >= BATCH_CHARS:
+            yield batch
+            batch, chars = [], 0
+    if batch:
+        yield batch
+
+
+def _item_size(item: Item) -> int:
+    if isinstance(item, Injection):
+        return 2000  # rendered from a MedQA question (about 1 KB) later
+    return sum(len(row.text) for row in _questions_of(item)) + 100
+
+
+def short_hash(*parts: str) -> int:
+    """64 bits of SHA-256 over the parts: a compact per-row key (collisions are beyond reach at file sizes)."""
+    return int(text_fingerprint("\x00".join(parts))[:16], 16)
+
+
+def import_question_file(source: Source, filename: str, options: QuestionOptions) -> ImportReport:
+    fmt = question_format(source, filename, options)
+    checked = ParsedQuestions(format=fmt)
+    _check_file(source, filename, options, checked)
+    report = ImportReport(rows=checked.rows)
+    with transaction.atomic():
+        written = ParsedQuestions(format=fmt)
+        _write_file(source, filename, options, written, report)
+        if written.errors:  # the file changed between the passes
+            raise written.errors.rejected()
+    return report
+
+
+# --- Pass 1: check ---------------------------------------------------------------------------
+
+
+@dataclass
+class _FileChecks:
+    """What pass 1 remembers across rows: hashes and line numbers, not texts."""
+
+    text_by_id: dict[int, int] = field(default_factory=dict)  # hash(dataset, id) -> hash(text)
+    seen: set[int] = field(default_factory=set)  # hash(dataset, text)
+    pair_datasets: set[str] = field(default_factory=set)
+    single_lines: dict[str, array] = field(default_factory=dict)  # dataset -> lines of rows that are no pair
+    datasets: dict[str, Dataset | None] = field(default_factory=dict)
+    database: RowErrors = field(default_factory=RowErrors)  # conflicts with the database, reported if no others
+
+
+def _check_file(source: Source, filename: str, options: QuestionOptions, parsed: ParsedQuestions) -> None:
+    checks = _FileChecks()
+    renderer = _InjectionRenderer(checks.database)
+    for batch in batches(question_items(source, filename, options, parsed), _item_size):
+        rows = []
+        for item in renderer.rendered(batch):
+            if isinstance(item, PairRow) and (problem := json_problem(item.metadata)):
+                parsed.error(item.line, problem)
+                continue
+            for row in _questions_of(item):
+                if problem := _row_problem(row):
+                    parsed.error(row.line, problem)
+                    continue
+                _check_row(row, isinstance(item, PairRow), checks, parsed)
+                rows.append(row)
+        _check_against_database(rows, checks)
+    for dataset in checks.pair_datasets & checks.single_lines.keys():
+        for line in checks.single_lines[dataset]:
+            parsed.error(line, f"a pair with one side missing: other rows of {dataset!r} are counterfactual pairs")
+    if parsed.errors:
+        raise parsed.errors.rejected()
+    if checks.database:
+        raise checks.database.rejected()
+
+
+def _questions_of(item: Item) -> list[QuestionRow]:
+    return [item.first, item.second] if isinstance(item, PairRow) else [item]
+
+
+def _row_problem(row: QuestionRow) -> str | None:
+    return text_problem(row.dataset) or text_problem(row.external_id) or text_problem(row.text) or (
+        json_problem(row.metadata))  # fmt: skip
+
+
+def _check_row(row: QuestionRow, in_pair: bool, checks: _FileChecks, parsed: ParsedQuestions) -> None:
+    """Within one file: one id is one text, and a dataset's rows are all pairs or all single questions."""
+    digest = short_hash(row.text.strip())
+    known = checks.text_by_id.setdefault(short_hash(row.dataset, row.external_id), digest)
+    if known != digest:
+        parsed.error(row.line, f"id {row.external_id!r} is used twice in {row.dataset!r} for different questions")
+    if in_pair:
+        checks.pair_datasets.add(row.dataset)
+    else:
+        checks.single_lines.setdefault(row.dataset, array("Q")).append(row.line)
+
+
+def _check_against_database(rows: list[QuestionRow], checks: _FileChecks) -> None:
+    """A row whose id belongs to another question already in its dataset is a conflict (checked once per text)."""
+    by_dataset: dict[str, list[QuestionRow]] = {}
+    for row in rows:
+        key = short_hash(row.dataset, text_fingerprint(row.text))
+        if key not in checks.seen:
+            checks.seen.add(key)
+            by_dataset.setdefault(row.dataset, []).append(row)
+    for name, dataset_rows in by_dataset.items():
+        if name not in checks.datasets:
+            checks.datasets[name] = Dataset.objects.filter(name__iexact=name).first()
+        dataset = checks.datasets[name]
+        if dataset is None:
+            continue
+        hashes = {text_fingerprint(row.text) for row in dataset_rows}
+        existing = set(dataset.questions.filter(text_hash__in=hashes).values_list("text_hash", flat=True))
+        taken = set(
+            dataset.questions.filter(external_id__in={row.external_id for row in dataset_rows}).values_list(
+                "external_id", flat=True
+            )
+        )
+        for row in dataset_rows:
+            if text_fingerprint(row.text) not in existing and row.external_id in taken:
+                checks.database.add(
+                    row.line, f"id {row.external_id!r} already belongs to a different question in {dataset.name!r}"
+                )
+
+
+class _InjectionRenderer:
+    """BiasMedQA injections get their text from the base MedQA question, looked up a batch at a time."""
+
+    def __init__(self, errors: RowErrors):
+        self.errors = errors
+        self.base: Dataset | None = None
+        self.looked_up = False
+
+    def rendered(self, batch: Iterable[Item]) -> Iterator[Item]:
+        batch = list(batch)
+        injections = [item for item in batch if isinstance(item, Injection)]
+        questions = self._base_questions(injections) if injections else {}
+        for item in batch:
+            if not isinstance(item, Injection):
+                yield item
+                continue
+            if self.base is None:
+                continue
+            question = questions.get(str(item.value["qid"]))
+            if question is None:
+                self.errors.add(item.row.line, f"qid {item.value['qid']} is not a question of {self.base.name!r}")
+                continue
+            row, value = item.row, item.value
+            row.text = render_injection(question.text, value["injected_sentence"], value["injection_position"])
+            for key in ("options", "answer", "meta_info"):
+                if key in question.metadata:
+                    row.metadata.setdefault(key, question.metadata[key])
+            yield row
+
+    def _base_questions(self, injections: list[Injection]) -> dict[str, Question]:
+        if not self.looked_up:
+            self.looked_up = True
+            self.base = Dataset.objects.filter(name__iexact=MEDQA_DATASET).first()
+            if self.base is None:
+                self.errors.add(
+                    0, f"the base dataset {MEDQA_DATASET!r} is not imported yet: import questions/test.jsonl first"
+                )
+        if self.base is None:
+            return {}
+        qids = {str(item.value["qid"]) for item in injections}
+        return {q.external_id: q for q in self.base.questions.filter(external_id__in=qids)}
+
+
+# --- Pass 2: write ---------------------------------------------------------------------------
+
+
+def get_or_create_datasets(names: Iterable[str], report: ImportReport) -> dict[str, Dataset]:
     found = {}
     for name in dict.fromkeys(names):
         dataset = Dataset.objects.filter(name__iexact=name).first()
@@ -31,108 +228,70 @@ def get_or_create_datasets(names: list[str], report: ImportReport) -> dict[str, 
     return found
 
 
-def store_questions(parsed: ParsedQuestions, report: ImportReport) -> ImportReport:
-    errors: list[RowError] = []
-    report.rows = parsed.rows
-    with transaction.atomic():
-        _render_injections(parsed, errors)
-        names = [row.dataset for row in parsed.questions]
-        datasets = get_or_create_datasets(names, report)
-        ids = _store_question_rows(parsed.questions, datasets, errors, report)
-        if not errors:
-            _store_pairs(parsed, datasets, ids, report)
-        if errors:
-            raise ImportRejected(errors)  # rolls back the datasets created above
-    return report
+def _write_file(
+    source: Source, filename: str, options: QuestionOptions, parsed: ParsedQuestions, report: ImportReport
+) -> None:
+    datasets: dict[str, Dataset] = {}
+    seen: set[int] = set()  # hash(dataset, text) of the questions created or counted so far
+    renderer = _InjectionRenderer(parsed.errors)
+    for batch in batches(question_items(source, filename, options, parsed), _item_size):
+        items = list(renderer.rendered(batch))
+        names = [row.dataset for item in items for row in _questions_of(item) if row.dataset not in datasets]
+        datasets.update(get_or_create_datasets(names, report))
+        ids = _write_questions(items, datasets, seen, report)
+        _write_pairs([item for item in items if isinstance(item, PairRow)], datasets, ids, report)
 
 
-def _render_injections(parsed: ParsedQuestions, errors: list[RowError]) -> None:
-    if not parsed.injections:
-        return
-    base = Dataset.objects.filter(name__iexact=MEDQA_DATASET).first()
-    if base is None:
-        errors.append(
-            RowError(0, f"the base dataset {MEDQA_DATASET!r} is not imported yet: import questions/test.jsonl first")
-        )
-        return
-    qids = {str(value["qid"]) for _, value in parsed.injections}
-    base_questions = {q.external_id: q for q in base.questions.filter(external_id__in=qids)}
-    for row, value in parsed.injections:
-        question = base_questions.get(str(value["qid"]))
-        if question is None:
-            errors.append(RowError(row.line, f"qid {value['qid']} is not a question of {base.name!r}"))
-            continue
-        row.text = render_injection(question.text, value["injected_sentence"], value["injection_position"])
-        for key in ("options", "answer", "meta_info"):
-            if key in question.metadata:
-                row.metadata.setdefault(key, question.metadata[key])
-        parsed.questions.append(row)
-
-
-def _store_question_rows(
-    rows: list[QuestionRow], datasets: dict[str, Dataset], errors: list[RowError], report: ImportReport
+def _write_questions(
+    items: list[Item], datasets: dict[str, Dataset], seen: set[int], report: ImportReport
 ) -> dict[tuple[str, str], int]:
-    """Create the new questions; return (dataset name in file, text hash) → question id."""
-    by_dataset: dict[str, list[QuestionRow]] = defaultdict(list)
-    for row in rows:
-        by_dataset[row.dataset].append(row)
+    """Create the batch's new questions; return (dataset name in file, text hash) -> question id."""
+    by_dataset: dict[str, list[QuestionRow]] = {}
+    for item in items:
+        for row in _questions_of(item):
+            by_dataset.setdefault(row.dataset, []).append(row)
     ids: dict[tuple[str, str], int] = {}
-    for name, dataset_rows in by_dataset.items():
+    for name, rows in by_dataset.items():
         dataset = datasets[name]
-        hashes = {text_fingerprint(row.text) for row in dataset_rows}
+        hashes = {text_fingerprint(row.text) for row in rows}
         existing = dict(dataset.questions.filter(text_hash__in=hashes).values_list("text_hash", "id"))
-        taken_ids = dict(
-            dataset.questions.filter(external_id__in={row.external_id for row in dataset_rows}).values_list(
-                "external_id", "text_hash"
-            )
-        )
         new: dict[str, Question] = {}
-        for row in dataset_rows:
+        for row in rows:
             digest = text_fingerprint(row.text)
-            if digest in new or (name, digest) in ids:
+            key = short_hash(name, digest)
+            if key in seen:
                 continue  # The same question again in this file (counterfactual sets repeat questions).
+            seen.add(key)
             if digest in existing:
-                ids[(name, digest)] = existing[digest]
                 report.questions_existing += 1
-            elif row.external_id in taken_ids:
-                errors.append(
-                    RowError(
-                        row.line,
-                        f"id {row.external_id!r} already belongs to a different question in {dataset.name!r}",
-                    )
-                )
             else:
                 new[digest] = Question(
-                    dataset=dataset,
-                    external_id=row.external_id,
-                    text=row.text,
-                    text_hash=digest,
-                    metadata=row.metadata,
+                    dataset=dataset, external_id=row.external_id, text=row.text, text_hash=digest, metadata=row.metadata
                 )
-        if errors:
-            continue
-        Question.objects.bulk_create(new.values(), batch_size=1000)
+        Question.objects.bulk_create(new.values(), batch_size=BATCH_ROWS)
         report.questions_created += len(new)
-        for digest, question_id in dataset.questions.filter(text_hash__in=new.keys()).values_list("text_hash", "id"):
+        for digest, question_id in dataset.questions.filter(text_hash__in=hashes).values_list("text_hash", "id"):
             ids[(name, digest)] = question_id
     return ids
 
 
-def _store_pairs(
-    parsed: ParsedQuestions, datasets: dict[str, Dataset], ids: dict[tuple[str, str], int], report: ImportReport
+def _write_pairs(
+    pairs: list[PairRow], datasets: dict[str, Dataset], ids: dict[tuple[str, str], int], report: ImportReport
 ) -> None:
-    if not parsed.pairs:
+    if not pairs:
         return
-    dataset_ids = {datasets[pair.dataset].id for pair in parsed.pairs}
+    keys = [
+        (ids[(pair.dataset, text_fingerprint(side_1.text))], ids[(pair.dataset, text_fingerprint(side_2.text))])
+        for pair in pairs
+        for side_1, side_2 in [(pair.first, pair.second)]
+    ]
     existing = set(
-        CounterfactualPair.objects.filter(dataset_id__in=dataset_ids).values_list("question_1_id", "question_2_id")
+        CounterfactualPair.objects.filter(question_1_id__in={key[0] for key in keys}).values_list(
+            "question_1_id", "question_2_id"
+        )
     )
     new = []
-    for pair in parsed.pairs:
-        key = (
-            ids[(pair.dataset, text_fingerprint(pair.first.text))],
-            ids[(pair.dataset, text_fingerprint(pair.second.text))],
-        )
+    for pair, key in zip(pairs, keys, strict=True):
         if key in existing:
             report.pairs_existing += 1
             continue
@@ -147,5 +306,8 @@ def _store_pairs(
                 metadata=pair.metadata,
             )
         )
-    CounterfactualPair.objects.bulk_create(new, batch_size=1000)
+    CounterfactualPair.objects.bulk_create(new, batch_size=BATCH_ROWS)
     report.pairs_created += len(new)
+
+
+__all__ = ["ImportRejected", "get_or_create_datasets", "import_question_file"]

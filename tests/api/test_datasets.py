@@ -98,6 +98,22 @@ def test_a_rejected_import_shows_its_errors_by_line(coordinator, django_capture_
     assert not Question.objects.exists()
 
 
+def test_an_import_with_a_lone_surrogate_fails_with_its_line(coordinator, django_capture_on_commit_callbacks):
+    data = b'{"id": "1", "question": "What helps?"}\n{"id": "2", "question": "Pain \\ud800?"}\n'
+    client = client_for(coordinator)
+
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post("/api/datasets/import/", {"file": SimpleUploadedFile("q.jsonl", data),
+                                                         "dataset": "Mine"}, format="multipart")  # fmt: skip
+
+    assert response.status_code == 202
+    status = client.get(response.json()["status_url"]).json()
+    assert status["status"] == "failed"
+    assert [error["line"] for error in status["errors"]] == [2]
+    assert "lone surrogate" in status["errors"][0]["message"]
+    assert not Question.objects.exists()
+
+
 def test_an_empty_upload_or_unknown_format_is_400_and_nothing_is_queued(coordinator):
     client = client_for(coordinator)
     empty = client.post("/api/datasets/import/", {"file": SimpleUploadedFile("e.csv", b"")}, format="multipart")

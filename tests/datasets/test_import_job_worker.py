@@ -60,3 +60,30 @@ def test_rejected_upload_reports_lines_and_imports_nothing(celery_worker, refere
     assert Question.objects.count() == 0
     page = client.get(reverse("datasets:import_status", args=[job.pk]))
     assert b"Line 2:" in page.content
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        pytest.param(b'{"id": "2", "question": "Pain\\u0000?"}', "NUL character", id="nul"),
+        pytest.param(b'{"id": "2", "question": "Pain \\ud800?"}', "lone surrogate", id="lone-surrogate"),
+        pytest.param(b'{"id": "2", "question": "Pain?", "deep": ' + b"[" * 100_000 + b"}", "nested", id="deep"),
+    ],
+)
+def test_an_upload_the_database_cannot_hold_ends_failed_with_the_line(
+    celery_worker, reference_data, client, coordinator, line, message
+):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    client.force_login(coordinator)
+    upload = SimpleUploadedFile("q.jsonl", b'{"id": "1", "question": "What helps?"}\n' + line + b"\n")
+    client.post(reverse("datasets:import_questions"), {"file": upload, "format": "auto",
+                                                        "question_column": "question", "dataset": "Mine"})  # fmt: skip
+    job = _wait_until_finished(ImportJob.objects.get().pk)
+
+    assert job.status == ImportJob.Status.FAILED
+    assert [error["line"] for error in job.errors] == [2]
+    assert message in job.errors[0]["message"]
+    assert Question.objects.count() == 0
+    page = client.get(reverse("datasets:import_status", args=[job.pk]))
+    assert b"Line 2:" in page.content

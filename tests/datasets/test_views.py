@@ -4,7 +4,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
-from datasets.models import ImportJob, Question
+from datasets.models import ImportChunk, ImportJob, Question
 from tests.factories import CounterfactualPairFactory, DatasetFactory, QuestionFactory
 
 pytestmark = pytest.mark.django_db
@@ -132,7 +132,8 @@ def test_upload_form_errors_are_shown_and_nothing_is_queued(client, coordinator)
 
 
 def test_import_status_is_for_coordinators_only(client, coordinator, physician):
-    job = ImportJob.objects.create(kind="questions", filename="x.csv", content=b"q\n", created_by=coordinator)
+    job = ImportJob.objects.create(kind="questions", filename="x.csv", created_by=coordinator)
+    ImportChunk.objects.create(job=job, index=0, data=b"q\n")
     client.force_login(physician)
     assert client.get(reverse("datasets:import_status", args=[job.pk])).status_code == 403
     client.force_login(coordinator)
@@ -151,13 +152,15 @@ def test_a_job_left_running_by_a_dead_worker_is_run_again_after_the_time_limit(s
 
     stale_start = timezone.now() - timedelta(seconds=settings.CELERY_TASK_TIME_LIMIT + 60)
     job = ImportJob.objects.create(
-        kind="questions", filename="q.csv", content=b"question\nIs this normal?\n",
-        options={"dataset": "Mine"}, status=ImportJob.Status.RUNNING, started_at=stale_start,
+        kind="questions", filename="q.csv", options={"dataset": "Mine"}, status=ImportJob.Status.RUNNING,
+        started_at=stale_start,
     )  # fmt: skip
+    ImportChunk.objects.create(job=job, index=0, data=b"question\nIs this normal?\n")
     fresh = ImportJob.objects.create(
-        kind="questions", filename="q.csv", content=b"question\nAnother?\n",
-        options={"dataset": "Mine"}, status=ImportJob.Status.RUNNING, started_at=timezone.now(),
+        kind="questions", filename="q.csv", options={"dataset": "Mine"}, status=ImportJob.Status.RUNNING,
+        started_at=timezone.now(),
     )  # fmt: skip
+    ImportChunk.objects.create(job=fresh, index=0, data=b"question\nAnother?\n")
 
     assert run_import_job(job_id=job.pk).status == ImportJob.Status.DONE
     assert run_import_job(job_id=fresh.pk) is None  # another worker is on it
