@@ -232,13 +232,14 @@ class Assignment(models.Model):
         return (item.answer_2, item.answer_1) if self.swap_answers else (item.answer_1, item.answer_2)
 
     def mark_viewed(self) -> None:
+        # Conditional UPDATEs, not save(): a withdrawal committed since this row was read must stay.
         if self.first_viewed_at is None:
-            self.first_viewed_at = timezone.now()
-            updates = ["first_viewed_at"]
-            if self.status == self.Status.ASSIGNED:
+            now = timezone.now()
+            mine = Assignment.objects.filter(pk=self.pk)
+            if mine.filter(first_viewed_at__isnull=True).update(first_viewed_at=now):
+                self.first_viewed_at = now
+            if mine.filter(status=self.Status.ASSIGNED).update(status=self.Status.STARTED):
                 self.status = self.Status.STARTED
-                updates.append("status")
-            self.save(update_fields=updates)
 
 
 class Rating(models.Model):

@@ -50,7 +50,11 @@ def rate(request, pk):
             active = services.active_seconds_for_view(
                 shown_at_token=request.POST.get("shown_at", ""), reported_active=request.POST.get("active_seconds")
             )
-            services.submit_rating(assignment=assignment, values=form.values(), active_seconds=active)
+            try:
+                services.submit_rating(assignment=assignment, values=form.values(), active_seconds=active)
+            except services.StaleTransition as stale:  # locked or withdrawn since the page was opened
+                messages.error(request, str(stale))
+                return redirect("studies:queue")
             messages.success(request, "Rating saved.")
             following = services.next_assignment(rater=assignment.rater, after=assignment)
             if following:
@@ -102,6 +106,6 @@ def save_draft(request, pk):
     }
     try:
         services.save_draft(assignment=assignment, draft=draft)
-    except services.StudyLocked:
-        return HttpResponse("This study is locked.", status=409)
+    except services.StaleTransition as stale:
+        return HttpResponse(str(stale), status=409)
     return HttpResponse(status=204)
