@@ -78,3 +78,15 @@ def test_a_new_study_of_the_demo_data_hands_no_slot_to_the_simulated_raters(seed
     assert set(per_rater.values()) == {12}  # 24 items each, 12 shown each way
     simulated = Assignment.objects.filter(rater__pseudonym__startswith="sim-")
     assert simulated.exists() and not simulated.exclude(item__study__name__startswith=SIMULATED).exists()
+
+
+def test_the_demo_runs_again_after_its_studies_were_locked(seeded):
+    from studies.coordination import lock_study
+
+    for study in Study.objects.all():
+        lock_study(study=study)
+    before = Assignment.objects.count()
+
+    call_command("seed_demo", stdout=io.StringIO())
+
+    assert Assignment.objects.count() == before
