@@ -6,6 +6,7 @@ Roles (coordinator, analyst) are Django groups; a rater is a user with a RaterPr
 import secrets
 
 from django.conf import settings
+from django.contrib.auth.hashers import UNUSABLE_PASSWORD_PREFIX
 from django.db import models
 
 
@@ -28,6 +29,19 @@ def new_pseudonym() -> str:
     return "R" + secrets.token_hex(5).upper()
 
 
+class RaterProfileQuerySet(models.QuerySet):
+    def signing_in(self):
+        """Raters who sign in with their own active account and password. Not imported raters (inactive
+        pseudonyms without a password, e.g. the demo's `sim-...`), nor crowd-panel participants, who arrive
+        by the link of the one study they came for and draw their own items of it."""
+        active = self.filter(user__is_active=True, panel_participant_id="")
+        return active.exclude(user__password__startswith=UNUSABLE_PASSWORD_PREFIX)
+
+    def assignable(self):
+        """Raters a coordinator may hand items to: signing in, and not dropped out."""
+        return self.signing_in().filter(dropped_out_at__isnull=True)
+
+
 class RaterProfile(models.Model):
     user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="rater_profile")
     pool = models.ForeignKey(RaterPool, on_delete=models.PROTECT, related_name="raters")
@@ -43,6 +57,8 @@ class RaterProfile(models.Model):
     completed_at = models.DateTimeField(null=True, blank=True, help_text="Panel participants: finished every item.")
     dropped_out_at = models.DateTimeField(null=True, blank=True, help_text="Recorded by a coordinator.")
     created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = RaterProfileQuerySet.as_manager()
 
     class Meta:
         ordering = ["pool", "pseudonym"]

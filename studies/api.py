@@ -38,6 +38,12 @@ class ExportConflict(APIException):
     default_code = "export_conflict"
 
 
+class StaleTransitionError(APIException):
+    status_code = status.HTTP_409_CONFLICT
+    default_detail = "This item changed meanwhile: the rating was not stored."
+    default_code = "stale"
+
+
 # --- Serializers ---------------------------------------------------------------------------------
 
 
@@ -143,6 +149,9 @@ class AssignmentStudySerializer(serializers.ModelSerializer):
 
 
 class AssignmentSerializer(serializers.ModelSerializer):
+    """An assignment as its rater sees it: pairwise answers in their display order, which is never named
+    (knowing it would tell which source wrote 'Answer 1')."""
+
     study = AssignmentStudySerializer(source="item.study", read_only=True)
     rater = serializers.CharField(source="rater.pseudonym", read_only=True)
     pool = serializers.CharField(source="rater.pool.slug", read_only=True)
@@ -152,7 +161,7 @@ class AssignmentSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Assignment
-        fields = ["id", "study", "item", "rater", "pool", "status", "position", "swap_answers", "rubric_version",
+        fields = ["id", "study", "item", "rater", "pool", "status", "position", "rubric_version",
                   "content", "current_values", "active_seconds", "assigned_at", "first_viewed_at",
                   "submitted_at"]  # fmt: skip
         read_only_fields = fields
@@ -171,6 +180,25 @@ class AssignmentDetailSerializer(AssignmentSerializer):
 
     class Meta(AssignmentSerializer.Meta):
         fields = [*AssignmentSerializer.Meta.fields, "rubric"]
+        read_only_fields = fields
+
+
+TEAM_ORDER_HELP = "Study team only: true when the item's answer 2 is shown as 'Answer 1'."
+
+
+class TeamAssignmentSerializer(AssignmentSerializer):
+    swap_answers = serializers.BooleanField(read_only=True, help_text=TEAM_ORDER_HELP)
+
+    class Meta(AssignmentSerializer.Meta):
+        fields = [*AssignmentSerializer.Meta.fields, "swap_answers"]
+        read_only_fields = fields
+
+
+class TeamAssignmentDetailSerializer(AssignmentDetailSerializer):
+    swap_answers = serializers.BooleanField(read_only=True, help_text=TEAM_ORDER_HELP)
+
+    class Meta(AssignmentDetailSerializer.Meta):
+        fields = [*AssignmentDetailSerializer.Meta.fields, "swap_answers"]
         read_only_fields = fields
 
 
@@ -331,14 +359,19 @@ class AssignmentViewSet(viewsets.ReadOnlyModelViewSet):
     """Assignments with the content to rate: a rater's own; every rater's for the study team.
 
     Opening one of your own (GET /api/assignments/{id}/) marks it viewed, as the rating page does:
-    the rating's wall time counts from then.
+    the rating's wall time counts from then. The study team also gets each assignment's pairwise display
+    order (`swap_answers`); raters never do.
     """
 
     permission_classes = [IsRater | IsStudyTeam]
     lookup_value_converter = "int"
 
     def get_serializer_class(self):
-        return AssignmentDetailSerializer if self.action == "retrieve" else AssignmentSerializer
+        user = self.request.user if not getattr(self, "swagger_fake_view", False) else None
+        team = user is not None and (is_coordinator(user) or is_analyst(user))
+        if self.action == "retrieve":
+            return TeamAssignmentDetailSerializer if team else AssignmentDetailSerializer
+        return TeamAssignmentSerializer if team else AssignmentSerializer
 
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):  # the schema generator has no user
@@ -369,7 +402,10 @@ class AssignmentViewSet(viewsets.ReadOnlyModelViewSet):
             201: SubmittedRatingSerializer,
             400: OpenApiResponse(description="Invalid values: the errors, per field, under 'values'."),
             404: OpenApiResponse(description="Not one of your assignments."),
-            409: OpenApiResponse(description="The study is locked."),
+            409: OpenApiResponse(
+                description="Not stored: the study is locked, or the item was taken back from you meanwhile "
+                "(the reason is in 'detail')."
+            ),
         },
     )
     @action(
@@ -393,6 +429,8 @@ class AssignmentViewSet(viewsets.ReadOnlyModelViewSet):
             rating = services.submit_rating(assignment=assignment, **rating_input.validated_data)
         except services.StudyLocked:
             raise StudyLockedError from None
+        except services.StaleTransition as stale:
+            raise StaleTransitionError(str(stale)) from None
         return Response(SubmittedRatingSerializer(rating).data, status=status.HTTP_201_CREATED)
 
 

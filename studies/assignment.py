@@ -21,8 +21,12 @@ from datasets.models import Answer, CounterfactualPair
 from raters.models import RaterProfile
 
 from .models import Assignment, RubricKind, Slot, Study, StudyItem
+from .transitions import StaleTransition, hold_study_open, lock_assignment
 
 BATCH = 5000
+# Pairwise: how many equally least-loaded raters assign_study weighs for each slot's display order.
+EQUALS_TO_WEIGH = 8
+LOCKED = "This study is locked: its assignments can no longer change."
 
 
 class AssignmentError(Exception):
@@ -132,25 +136,57 @@ def _insert_slots_postgresql(study: Study, study_pool) -> int:
 # --- Rules shared by both ways of assigning ------------------------------------------------------
 
 
+class DisplayOrders:
+    """Pairwise display order (swap_answers) of new assignments, counterbalanced two ways: each item is shown
+    about half each way across its raters (whatever their pool), and each rater sees about half of their items
+    each way (so the order cannot be learnt from a rater's own items).
+
+    An item's balance comes first: while it is uneven, its next rater gets the order that evens it (so an item
+    with an even number of ratings is exactly half and half). When the item leaves a choice, the rater's own
+    balance decides. Item rows are locked until commit, so claimers of other slots of these items wait and
+    each sees the orders given before it.
+    """
+
+    def __init__(self, study: Study, item_ids, rater_ids):
+        self.pairwise = study.kind == RubricKind.PAIRWISE
+        self.by_item: dict[int, int] = defaultdict(int)  # shown swapped minus shown as stored
+        self.by_rater: dict[int, int] = defaultdict(int)
+        if not self.pairwise:
+            return
+        list(StudyItem.objects.select_for_update().filter(id__in=item_ids).order_by("id").values_list("id"))
+        active = Assignment.objects.active()
+        for item_id, swapped in active.filter(item_id__in=item_ids).values_list("item_id", "swap_answers"):
+            self.by_item[item_id] += 1 if swapped else -1
+        mine = active.filter(item__study=study, rater_id__in=rater_ids).values_list("rater_id", "swap_answers")
+        for rater_id, swapped in mine.iterator(chunk_size=BATCH):
+            self.by_rater[rater_id] += 1 if swapped else -1
+
+    def evening(self, item_id: int) -> bool | None:
+        """The order that evens an uneven item; None when the item is even and leaves a choice."""
+        balance = self.by_item[item_id]
+        return None if balance == 0 or not self.pairwise else balance < 0
+
+    def choose(self, item_id: int, rater_id: int) -> bool:
+        if not self.pairwise:
+            return False
+        swap = self.evening(item_id)
+        if swap is None:
+            leaning = self.by_rater[rater_id]
+            swap = leaning < 0 if leaning else (item_id + rater_id) % 2 == 1
+        self.by_item[item_id] += 1 if swap else -1
+        self.by_rater[rater_id] += 1 if swap else -1
+        return swap
+
+
 def _display_orders(study: Study, chosen) -> list[bool]:
-    """swap_answers for each new assignment: pairwise display order balanced across all of an item's raters
-    (whatever their pool), and across items when an item has one rater."""
-    if study.kind != RubricKind.PAIRWISE:
-        return [False] * len(chosen)
-    item_ids = {item_id for _, item_id, _, _ in chosen}
-    # Claimers of other slots of these items wait here, so each sees the orders given before it.
-    list(StudyItem.objects.select_for_update().filter(id__in=item_ids).order_by("id").values_list("id"))
-    shown = defaultdict(lambda: [0, 0])  # item -> [as stored, swapped]
-    rows = Assignment.objects.active().filter(item_id__in=item_ids).values_list("item_id", "swap_answers")
-    for item_id, swapped in rows.iterator(chunk_size=BATCH):
-        shown[item_id][swapped] += 1
-    orders = []
-    for _, item_id, _, _ in chosen:
-        as_stored, swapped = shown[item_id]
-        swap = swapped < as_stored or (swapped == as_stored and item_id % 2 == 1)
-        shown[item_id][swap] += 1
-        orders.append(swap)
-    return orders
+    """swap_answers for each new (slot, item, index, rater): items that are uneven first, so that the free
+    choices that follow can even out what they gave the rater."""
+    orders = DisplayOrders(study, {item for _, item, _, _ in chosen}, {rater for *_, rater in chosen})
+    sequence = sorted(range(len(chosen)), key=lambda n: orders.evening(chosen[n][1]) is None)
+    swaps = [False] * len(chosen)
+    for n in sequence:
+        swaps[n] = orders.choose(chosen[n][1], chosen[n][3])
+    return swaps
 
 
 def _authors_by_item(item_ids) -> dict[int, set[int]]:
@@ -179,12 +215,15 @@ class AssignReport:
 
 
 def assign_study(*, study: Study, pool_id: int) -> AssignReport:
-    """Give every free slot of a pool to the least-loaded eligible rater of that pool."""
+    """Give every free slot of a pool to the least-loaded eligible rater of that pool (see
+    RaterProfile.objects.assignable: only raters who sign in); pairwise, among equally loaded raters, to
+    the one whose own display order the item's order evens out."""
     report = AssignReport()
-    raters = list(RaterProfile.objects.filter(pool_id=pool_id, dropped_out_at__isnull=True).order_by("id"))
+    raters = list(RaterProfile.objects.assignable().filter(pool_id=pool_id).order_by("id"))
     if not raters:
         raise AssignmentError("This pool has no raters yet: invite some first.")
     with transaction.atomic():
+        hold_study_open(study.pk, locked_message=LOCKED)
         slots = list(
             Slot.objects.select_for_update(skip_locked=True)
             .filter(study=study, pool_id=pool_id, assignment__isnull=True)
@@ -198,26 +237,38 @@ def assign_study(*, study: Study, pool_id: int) -> AssignReport:
             held[item_id].add(rater_id)
             load[rater_id] += status != Assignment.Status.WITHDRAWN
         authors = _authors_by_item({item_id for _, item_id, _ in slots})
+        orders = DisplayOrders(study, {item_id for _, item_id, _ in slots}, [r.id for r in raters])
         user_of = {r.id: r.user_id for r in raters}
         heap = [(load[r.id], r.id) for r in raters]
         heapq.heapify(heap)
         chosen: list[tuple[int, int, int, int]] = []  # slot, item, index, rater
+        swaps: list[bool] = []
         for slot_id, item_id, index in slots:
-            skipped = []
-            while heap:
+            skipped, equals = [], []  # equally least-loaded raters who may take the item
+            while heap and len(equals) < (EQUALS_TO_WEIGH if orders.pairwise else 1):
                 rater_load, rater_id = heapq.heappop(heap)
+                if equals and rater_load > equals[0][0]:
+                    skipped.append((rater_load, rater_id))
+                    break
                 if rater_id in held[item_id] or user_of[rater_id] in authors.get(item_id, ()):
                     skipped.append((rater_load, rater_id))
-                    continue
+                else:
+                    equals.append((rater_load, rater_id))
+            if equals:
+                wanted = orders.evening(item_id)
+                if wanted is not None:  # the rater who most needs that order, least loaded first
+                    equals.sort(key=lambda e: (orders.by_rater[e[1]] if wanted else -orders.by_rater[e[1]], e))
+                (rater_load, rater_id), *others = equals
+                skipped.extend(others)
                 chosen.append((slot_id, item_id, index, rater_id))
+                swaps.append(orders.choose(item_id, rater_id))
                 held[item_id].add(rater_id)
                 heapq.heappush(heap, (rater_load + 1, rater_id))
-                break
             else:
                 report.unassignable += 1
             for entry in skipped:
                 heapq.heappush(heap, entry)
-        _create_assignments(study, chosen, load)
+        _create_assignments(study, chosen, load, swaps=swaps)
     report.assigned = len(chosen)
     pseudonyms = {r.id: r.pseudonym for r in raters}
     for _, _, _, rater_id in chosen:
@@ -225,9 +276,10 @@ def assign_study(*, study: Study, pool_id: int) -> AssignReport:
     return report
 
 
-def _create_assignments(study, chosen, positions, expires_at=None) -> list[Assignment]:
+def _create_assignments(study, chosen, positions, expires_at=None, swaps=None) -> list[Assignment]:
     assignments = []
-    for (_, item_id, _, rater_id), swap in zip(chosen, _display_orders(study, chosen), strict=True):
+    swaps = swaps if swaps is not None else _display_orders(study, chosen)
+    for (_, item_id, _, rater_id), swap in zip(chosen, swaps, strict=True):
         assignments.append(
             Assignment(
                 item_id=item_id,
@@ -337,33 +389,67 @@ def expire_stale_claims(*, study: Study, now=None) -> int:
 # --- Coordinator corrections --------------------------------------------------------------------
 
 
-def withdraw_assignment(*, assignment: Assignment) -> None:
-    """Take an item back from a rater (their ratings, if any, are kept); its slot is free again."""
+def withdraw_assignment(*, assignment: Assignment, seen_status: str | None = None) -> None:
+    """Take an item back from a rater (their ratings, if any, are kept but no longer count); its slot is free
+    again, for another rater.
+
+    `seen_status` is the status the coordinator acted on (default: `assignment`'s). Re-read under the row
+    lock, the withdrawal is refused (StaleTransition) if the item was withdrawn meanwhile, or rated since it
+    was seen unrated: that rating would silently stop counting.
+    """
+    seen = seen_status or assignment.status
     with transaction.atomic():
-        Slot.objects.filter(assignment=assignment).update(assignment=None)
-        assignment.status = Assignment.Status.WITHDRAWN
-        assignment.save(update_fields=["status"])
+        hold_study_open(assignment.item.study_id, locked_message=LOCKED)
+        current = lock_assignment(assignment.pk)
+        if current.status == Assignment.Status.WITHDRAWN:
+            raise StaleTransition(f"Item {current.item_id} was already withdrawn from {current.rater.pseudonym}.")
+        if current.status == Assignment.Status.SUBMITTED and seen != Assignment.Status.SUBMITTED:
+            raise StaleTransition(
+                f"{current.rater.pseudonym} rated item {current.item_id} meanwhile, so it was not withdrawn. "
+                "Withdraw it again if that rating should not count."
+            )
+        _take_back(current)
+    assignment.status = Assignment.Status.WITHDRAWN
+
+
+def _take_back(assignment: Assignment) -> None:
+    Slot.objects.filter(assignment=assignment).update(assignment=None)
+    Assignment.objects.filter(pk=assignment.pk).update(status=Assignment.Status.WITHDRAWN)
 
 
 def reassign_assignment(*, assignment: Assignment, to_rater: RaterProfile) -> Assignment:
-    """Move an unrated item from one rater to another rater of the same pool."""
+    """Move an unrated item from one rater to another eligible rater of the same pool (same display order).
+
+    Re-read under the row lock: refused (StaleTransition) if it was withdrawn or rated meanwhile.
+    """
     if assignment.is_done:
         raise AssignmentError("This item is already rated; withdraw it instead if the rating should not count.")
     if to_rater.pool_id != assignment.rater.pool_id:
         raise AssignmentError("Reassign within the same rater pool, so the pool's replication stays right.")
+    if not RaterProfile.objects.assignable().filter(pk=to_rater.pk).exists():
+        raise AssignmentError(f"{to_rater.pseudonym} cannot take items: they dropped out or cannot sign in.")
     item = assignment.item
-    if Assignment.objects.active().filter(item=item, rater=to_rater).exists():
-        raise AssignmentError(f"{to_rater.pseudonym} already has this item.")
     if to_rater.user_id in _authors_by_item([item.id]).get(item.id, set()):
         raise AssignmentError(f"{to_rater.pseudonym} wrote one of this item's answers.")
     with transaction.atomic():
-        slot = Slot.objects.select_for_update().filter(assignment=assignment).first()
-        withdraw_assignment(assignment=assignment)
+        hold_study_open(item.study_id, locked_message=LOCKED)
+        current = lock_assignment(assignment.pk)
+        if current.status == Assignment.Status.WITHDRAWN:
+            raise StaleTransition(f"Item {current.item_id} was withdrawn from {current.rater.pseudonym} meanwhile.")
+        if current.status == Assignment.Status.SUBMITTED:
+            raise StaleTransition(
+                f"{current.rater.pseudonym} rated item {current.item_id} meanwhile, so it was not moved."
+            )
+        if Assignment.objects.active().filter(item=item, rater=to_rater).exists():
+            raise AssignmentError(f"{to_rater.pseudonym} already has this item.")
+        slot = Slot.objects.select_for_update().filter(assignment=current).first()
+        _take_back(current)
         new, _ = Assignment.objects.update_or_create(
             item=item, rater=to_rater,
-            defaults={"status": Assignment.Status.ASSIGNED, "swap_answers": assignment.swap_answers,
-                      "position": assignment.position},
+            defaults={"status": Assignment.Status.ASSIGNED, "swap_answers": current.swap_answers,
+                      "position": current.position},
         )  # fmt: skip
         if slot is not None:
             Slot.objects.filter(pk=slot.pk).update(assignment=new)
+    assignment.status = Assignment.Status.WITHDRAWN
     return new

@@ -7,8 +7,9 @@ from django.utils import timezone
 
 from raters.models import RaterPool, RaterProfile
 
-from .assignment import AssignmentError, build_items
+from .assignment import LOCKED, AssignmentError, build_items
 from .models import Assignment, RubricKind, RubricVersion, Slot, Study, StudyPool
+from .transitions import current_study_lock, hold_study_open
 
 
 @dataclass(frozen=True)
@@ -47,21 +48,30 @@ def create_study(
 
 
 def lock_study(*, study: Study) -> bool:
-    """Lock for good: ratings can no longer be submitted or revised. False if it was already locked."""
-    locked = Study.objects.filter(pk=study.pk, locked_at__isnull=True).update(locked_at=timezone.now())
+    """Lock for good: ratings can no longer be submitted or revised. False if it was already locked.
+
+    Takes the study row FOR UPDATE, so it waits for the ratings being submitted (they hold it FOR SHARE) and
+    `locked_at` is set after the last of them: no rating is ever stored after `locked_at`.
+    """
+    with transaction.atomic():
+        already = current_study_lock(study.pk) is not None
+        if not already:
+            Study.objects.filter(pk=study.pk).update(locked_at=timezone.now())
     study.refresh_from_db(fields=["locked_at"])
-    return bool(locked)
+    return not already
 
 
 def mark_dropped_out(*, study: Study, profile: RaterProfile) -> int:
     """Record that a rater dropped out (they get no more items of any study) and give their unrated items
     of this study back to the pool; returns how many went back. Their ratings are kept."""
     with transaction.atomic():
+        hold_study_open(study.pk, locked_message=LOCKED)
         RaterProfile.objects.filter(pk=profile.pk, dropped_out_at__isnull=True).update(dropped_out_at=timezone.now())
         unrated = Assignment.objects.filter(
             item__study=study, rater=profile, status__in=[Assignment.Status.ASSIGNED, Assignment.Status.STARTED]
         )
-        ids = list(unrated.select_for_update().values_list("pk", flat=True))
+        # Locked in id order and re-checked by PostgreSQL after any wait: an item rated meanwhile stays rated.
+        ids = list(unrated.select_for_update(of=("self",)).order_by("pk").values_list("pk", flat=True))
         Slot.objects.filter(assignment_id__in=ids).update(assignment=None)
         Assignment.objects.filter(pk__in=ids).update(status=Assignment.Status.WITHDRAWN)
     profile.refresh_from_db(fields=["dropped_out_at"])

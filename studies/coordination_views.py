@@ -16,12 +16,12 @@ from raters.access import coordinator_required, study_team_required
 from raters.services import RESUME_LINK_DAYS, is_panel_participant_of, panel_resume_path
 
 from . import coordination, dashboard, exports
-from .assignment import AssignmentError, AssignReport, assign_study, reassign_assignment, withdraw_assignment
+from .assignment import LOCKED, AssignmentError, AssignReport, assign_study, reassign_assignment, withdraw_assignment
 from .forms import AssignForm, LockForm, ReassignForm, StudyForm, reassign_candidates
 from .models import Assignment, Study
+from .transitions import StaleTransition
 
 OPEN = [Assignment.Status.ASSIGNED, Assignment.Status.STARTED]
-LOCKED = "This study is locked: its assignments can no longer change."
 
 
 @require_GET
@@ -107,7 +107,7 @@ def assign(request, pk):
         pool = form.cleaned_data["pool"]
         try:
             report = assign_study(study=study, pool_id=pool.pk)
-        except AssignmentError as error:
+        except (AssignmentError, StaleTransition) as error:
             messages.error(request, str(error))
         else:
             level = messages.WARNING if report.unassignable else messages.SUCCESS
@@ -169,10 +169,11 @@ def _rater_page(request, study, rater, resume_link=""):
 def mark_dropped_out(request, pk, rater_id):
     study = _study_or_404(pk)
     rater = _study_rater_or_404(study, rater_id)
-    if study.is_locked:
-        messages.error(request, LOCKED)
-    else:
+    try:
         freed = coordination.mark_dropped_out(study=study, profile=rater)
+    except StaleTransition as stale:  # locked meanwhile
+        messages.error(request, str(stale))
+    else:
         messages.success(request, f"{rater.pseudonym} marked as dropped out; {freed} unrated item(s) went back "
                                   "to the pool.")  # fmt: skip
     return redirect("coordination:dashboard", study.pk)
@@ -183,12 +184,14 @@ def mark_dropped_out(request, pk, rater_id):
 def withdraw(request, pk, assignment_id):
     study = _study_or_404(pk)
     assignment = _assignment_or_404(study, assignment_id)
-    if study.is_locked:
-        messages.error(request, LOCKED)
-    elif assignment.status == Assignment.Status.WITHDRAWN:
-        messages.info(request, "This item was already withdrawn.")
+    # The status the page showed: an item rated since then is not withdrawn without a second look.
+    seen = request.POST.get("seen_status")
+    seen = seen if seen in Assignment.Status.values else None
+    try:
+        withdraw_assignment(assignment=assignment, seen_status=seen)
+    except StaleTransition as stale:
+        messages.error(request, str(stale))
     else:
-        withdraw_assignment(assignment=assignment)
         messages.success(request, f"Item {assignment.item_id} withdrawn from {assignment.rater.pseudonym}; "
                                   "it can be assigned again.")  # fmt: skip
     return redirect("coordination:rater", study.pk, assignment.rater_id)
@@ -210,7 +213,7 @@ def reassign(request, pk, assignment_id):
         to_rater = form.cleaned_data["to_rater"]
         try:
             reassign_assignment(assignment=assignment, to_rater=to_rater)
-        except AssignmentError as error:
+        except (AssignmentError, StaleTransition) as error:
             messages.error(request, str(error))
         else:
             messages.success(request, f"Item {assignment.item_id} moved to {to_rater.pseudonym}.")

@@ -159,12 +159,13 @@ class RaterProgress:
 
 
 def study_raters(study: Study):
-    """Raters with an assignment in the study (even withdrawn), and the invited (non-panel) raters of its
-    pools, who are the ones "Assign" hands items to. Panel participants belong to a study through their
-    assignments only."""
+    """Raters with an assignment in the study (even withdrawn), and the raters of its pools who sign in with
+    their own account (those "Assign" hands items to, and those who dropped out). Panel participants and
+    imported raters belong to a study through their assignments only."""
     in_study = Assignment.objects.filter(item__study=study).values("rater_id")
     pools = study.study_pools.values("pool_id")
-    return RaterProfile.objects.filter(Q(pk__in=in_study) | Q(pool_id__in=pools, panel_participant_id=""))
+    signing_in = RaterProfile.objects.signing_in().filter(pool_id__in=pools).values("pk")
+    return RaterProfile.objects.filter(Q(pk__in=in_study) | Q(pk__in=signing_in))
 
 
 def rater_progress(study: Study, *, now: datetime | None = None) -> list[RaterProgress]:

@@ -55,10 +55,12 @@ def seed_demo_studies() -> list[DemoStudy]:
             study, created = _study(name, kind, pools)
             if created:
                 build_items(study=study, dataset_ids=[dataset.id], source_ids=source_ids)
-            for slug in experts:
-                assign_study(study=study, pool_id=RaterPool.objects.get(slug=slug).id)
+            if not study.is_locked:  # a locked study takes no new assignments
+                for slug in experts:
+                    assign_study(study=study, pool_id=RaterPool.objects.get(slug=slug).id)
             studies.append(study)
-        for consumer in RaterProfile.objects.filter(pool__slug="consumer", user__username__startswith="demo-"):
+        consumers = RaterProfile.objects.filter(pool__slug="consumer", user__username__startswith="demo-")
+        for consumer in consumers if not studies[0].is_locked else []:
             draw_items_for_rater(study=studies[0], rater=consumer, count=ITEMS_PER_CONSUMER)
     return [DemoStudy(s, s.items.count(), Assignment.objects.filter(item__study=s).count()) for s in studies]
 

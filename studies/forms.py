@@ -126,9 +126,5 @@ class ReassignForm(forms.Form):
 
 
 def reassign_candidates(rater: RaterProfile):
-    """Raters who could take over a rater's items: the same pool, not dropped out."""
-    return (
-        RaterProfile.objects.filter(pool_id=rater.pool_id, dropped_out_at__isnull=True)
-        .exclude(pk=rater.pk)
-        .order_by("pseudonym")
-    )
+    """Raters who could take over a rater's items: the same pool, assignable (they sign in, not dropped out)."""
+    return RaterProfile.objects.assignable().filter(pool_id=rater.pool_id).exclude(pk=rater.pk).order_by("pseudonym")

@@ -244,7 +244,7 @@ class Assignment(models.Model):
 
     def mark_viewed(self) -> None:
         if self.first_viewed_at is None:
-            # One conditional UPDATE: a claim that expired (or was withdrawn) meanwhile stays withdrawn.
+            # One conditional UPDATE, not save(): a claim that expired (or was withdrawn) meanwhile stays withdrawn.
             started = Case(When(status=self.Status.ASSIGNED, then=Value(self.Status.STARTED)), default=F("status"))
             unseen = Assignment.objects.filter(pk=self.pk, first_viewed_at__isnull=True)
             unseen.exclude(status=self.Status.WITHDRAWN).update(first_viewed_at=timezone.now(), status=started)

@@ -11,14 +11,14 @@ from django.utils import timezone
 
 from .models import Assignment, Rating, Slot
 from .rubrics import rating_form
+from .transitions import StaleTransition, hold_study_open, lock_assignment
+from .transitions import StudyLocked as StudyLocked  # raised by submit_rating and save_draft
 
 SHOWN_AT_SALT = "studies.item-shown-at"
 # A page left open longer than this without JavaScript counts at most this much active time.
 MAX_VIEW_SECONDS = 60 * 60
 
-
-class StudyLocked(Exception):
-    """The study is locked: its ratings can no longer change."""
+WITHDRAWN_MEANWHILE = "This item was taken back from you meanwhile, so your answers were not stored."
 
 
 class DraftRefused(Exception):
@@ -89,11 +89,16 @@ def draft_values(*, rubric_version, data) -> dict:
 
 
 def save_draft(*, assignment: Assignment, data) -> None:
-    """Keep the answers filled in so far (form data, checked by draft_values), never as a rating."""
-    if assignment.item.study.is_locked:
-        raise StudyLocked
+    """Keep the answers filled in so far (form data, checked by draft_values), never as a rating.
+
+    Refused (StaleTransition) once the study is locked or the item was withdrawn meanwhile.
+    """
     draft = draft_values(rubric_version=assignment.item.study.rubric_version, data=data)
-    Assignment.objects.filter(pk=assignment.pk).update(draft=draft)
+    with transaction.atomic():
+        hold_study_open(assignment.item.study_id)
+        held = Assignment.objects.filter(pk=assignment.pk).exclude(status=Assignment.Status.WITHDRAWN)
+        if not held.update(draft=draft):
+            raise StaleTransition(WITHDRAWN_MEANWHILE)
 
 
 def attention_check_result(item, values: dict) -> bool | None:
@@ -103,13 +108,19 @@ def attention_check_result(item, values: dict) -> bool | None:
 
 
 def submit_rating(*, assignment: Assignment, values: dict, active_seconds: float) -> Rating:
-    """Store a rating (or a revision: the earlier one stays, no longer current)."""
+    """Store a rating (or a revision: the earlier one stays, no longer current).
+
+    Refused (StaleTransition) when the study was locked or the item withdrawn since the caller read them:
+    both are re-read under row locks (see transitions.py), so no rating is ever stored after the lock or on
+    an item whose slot went back to the pool.
+    """
     study = assignment.item.study
-    if study.is_locked:
-        raise StudyLocked
-    now = timezone.now()
     with transaction.atomic():
-        locked = Assignment.objects.select_for_update().get(pk=assignment.pk)
+        hold_study_open(study.pk)
+        locked = lock_assignment(assignment.pk)
+        if locked.status == Assignment.Status.WITHDRAWN:
+            raise StaleTransition(WITHDRAWN_MEANWHILE)
+        now = timezone.now()
         previous = locked.ratings.filter(is_current=True).first()
         if previous is not None:
             previous.is_current = False

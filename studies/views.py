@@ -54,7 +54,11 @@ def rate(request, pk):
             active = services.active_seconds_for_view(
                 shown_at_token=request.POST.get("shown_at", ""), reported_active=request.POST.get("active_seconds")
             )
-            services.submit_rating(assignment=assignment, values=form.values(), active_seconds=active)
+            try:
+                services.submit_rating(assignment=assignment, values=form.values(), active_seconds=active)
+            except services.StaleTransition as stale:  # locked or withdrawn since the page was opened
+                messages.error(request, str(stale))
+                return redirect("studies:queue")
             messages.success(request, "Rating saved.")
             following = services.next_assignment(rater=assignment.rater, after=assignment)
             if following:
@@ -100,8 +104,8 @@ def save_draft(request, pk):
     assignment = own_assignment_or_404(request.user, pk)
     try:
         services.save_draft(assignment=assignment, data=request.POST)
-    except services.StudyLocked:
-        return HttpResponse("This study is locked: the draft was not saved.", status=409, content_type="text/plain")
     except services.DraftRefused as refused:
         return HttpResponse(str(refused), status=refused.status, content_type="text/plain; charset=utf-8")
+    except services.StaleTransition as stale:  # locked, or the item was withdrawn meanwhile
+        return HttpResponse(str(stale), status=409, content_type="text/plain; charset=utf-8")
     return HttpResponse(status=204)

@@ -100,6 +100,23 @@ def test_opening_an_assignment_marks_it_viewed_for_its_rater_only(coordinator):
     assert assignment.status == Assignment.Status.STARTED
 
 
+def test_raters_are_never_told_the_display_order_and_the_study_team_is(coordinator):
+    item = PairwiseItemFactory()
+    swapped = AssignmentFactory(item=item, swap_answers=True)
+    as_rater = client_for(swapped.rater.user)
+
+    for row in (as_rater.get("/api/assignments/").json()["results"][0],
+                as_rater.get(f"/api/assignments/{swapped.id}/").json()):  # fmt: skip
+        assert "swap_answers" not in row and row["id"] == swapped.id
+    team = client_for(coordinator)
+    assert team.get("/api/assignments/").json()["results"][0]["swap_answers"] is True
+    assert team.get(f"/api/assignments/{swapped.id}/").json()["swap_answers"] is True
+    analyst_row = client_for(AnalystFactory()).get(f"/api/assignments/{swapped.id}/").json()
+    assert analyst_row["swap_answers"] is True
+    schema = client_for(coordinator).get("/api/schema/", HTTP_ACCEPT="application/json").json()
+    assert "swap_answers" not in schema["components"]["schemas"]["Assignment"]["properties"]
+
+
 def test_coordinators_see_every_assignment_and_filter_by_study_and_rater(coordinator):
     first = AssignmentFactory()
     AssignmentFactory(item=IndependentItemFactory(study=first.item.study))

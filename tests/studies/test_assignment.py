@@ -20,7 +20,9 @@ from studies.assignment import (
     reassign_assignment,
     withdraw_assignment,
 )
-from studies.models import Assignment, Slot, StudyItem, StudyPool
+from studies.forms import reassign_candidates
+from studies.models import Assignment, Rating, Slot, StudyItem, StudyPool
+from studies.services import StaleTransition, save_draft, submit_rating
 from tests.factories import (
     AnswerFactory,
     AnswerSourceFactory,
@@ -278,3 +280,132 @@ def test_opening_an_item_whose_claim_just_expired_does_not_bring_the_claim_back(
     fresh[0].mark_viewed()
     fresh[0].refresh_from_db()
     assert (fresh[0].status, fresh[0].first_viewed_at is not None) == (Assignment.Status.STARTED, True)
+
+
+# --- Who may be assigned ---------------------------------------------------------------------------
+
+
+def imported_rater(slug: str):
+    """A rater created by a ratings import: a pseudonym whose account cannot sign in."""
+    profile = OnboardedRaterFactory(pool=slug).rater_profile
+    profile.user.is_active = False
+    profile.user.set_unusable_password()
+    profile.user.save()
+    return profile
+
+
+@pytest.mark.django_db
+def test_only_raters_who_sign_in_and_have_not_dropped_out_are_assigned_or_offered():
+    study = study_with_items(n_items=6, replication=1)
+    able = raters("physician", 2)
+    imported = imported_rater("physician")
+    participant, gone = raters("physician", 2)
+    participant.panel_participant_id = "PID-1"
+    participant.save()
+    gone.dropped_out_at = timezone.now()
+    gone.save()
+
+    report = assign_study(study=study, pool_id=pool("physician").id)
+
+    assert report.assigned == 6 and report.unassignable == 0
+    assert set(Assignment.objects.values_list("rater_id", flat=True)) == {r.id for r in able}
+    assert list(reassign_candidates(able[0])) == [able[1]]
+    with pytest.raises(AssignmentError, match="cannot take items"):
+        reassign_assignment(assignment=Assignment.objects.filter(rater=able[0]).first(), to_rater=imported)
+
+
+@pytest.mark.django_db
+def test_a_pool_of_imported_raters_only_has_no_one_to_assign():
+    study = study_with_items(n_items=2, replication=1)
+    imported_rater("physician")
+    with pytest.raises(AssignmentError, match="no raters yet"):
+        assign_study(study=study, pool_id=pool("physician").id)
+
+
+# --- Stale objects never undo a withdrawal ----------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_opening_an_item_withdrawn_meanwhile_keeps_it_withdrawn():
+    study = study_with_items(n_items=1, replication=1)
+    raters("physician", 1)
+    assign_study(study=study, pool_id=pool("physician").id)
+    opened = Assignment.objects.get(item__study=study)  # read by the rating page before the withdrawal
+
+    withdraw_assignment(assignment=Assignment.objects.get(pk=opened.pk))
+    opened.mark_viewed()
+
+    opened.refresh_from_db()
+    assert opened.status == Assignment.Status.WITHDRAWN and opened.first_viewed_at is not None
+    assert Slot.objects.get(item__study=study).assignment is None
+
+
+@pytest.mark.django_db
+def test_a_stale_item_is_neither_rated_nor_moved():
+    study = study_with_items(n_items=2, replication=1)
+    first, second = raters("physician", 2)
+    assign_study(study=study, pool_id=pool("physician").id)
+    rated, withdrawn = Assignment.objects.filter(item__study=study).order_by("id")
+    seen_rated, seen_withdrawn = Assignment.objects.get(pk=rated.pk), Assignment.objects.get(pk=withdrawn.pk)
+    submit_rating(assignment=rated, values={"bias_presence": "no_bias"}, active_seconds=1)
+    withdraw_assignment(assignment=withdrawn)
+    other = {first.id: second, second.id: first}
+
+    with pytest.raises(StaleTransition, match="rated item .* meanwhile, so it was not moved"):
+        reassign_assignment(assignment=seen_rated, to_rater=other[rated.rater_id])
+    with pytest.raises(StaleTransition, match="withdrawn .* meanwhile"):
+        reassign_assignment(assignment=seen_withdrawn, to_rater=other[withdrawn.rater_id])
+    with pytest.raises(StaleTransition, match="taken back from you meanwhile"):
+        submit_rating(assignment=seen_withdrawn, values={"bias_presence": "no_bias"}, active_seconds=1)
+    with pytest.raises(StaleTransition, match="taken back from you meanwhile"):
+        save_draft(assignment=seen_withdrawn, draft={"comment": "half"})
+    with pytest.raises(StaleTransition, match="already withdrawn"):
+        withdraw_assignment(assignment=seen_withdrawn)
+    assert Assignment.objects.filter(item__study=study).exclude(status="withdrawn").get() == rated
+    assert not Rating.objects.filter(assignment=withdrawn).exists()
+
+
+# --- Pairwise display order: balanced per item and per rater -----------------------------------------
+
+
+def order_balance(study, by: str) -> dict[int, int]:
+    """Swapped minus as stored, per item or per rater, over the study's active assignments."""
+    balance: Counter = Counter()
+    for key, swapped in Assignment.objects.active().filter(item__study=study).values_list(by, "swap_answers"):
+        balance[key] += 1 if swapped else -1
+    return balance
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "replication, team",
+    [(1, 2), (1, 3), (2, 3), (3, 4), (4, 5)],
+)
+def test_assign_study_shows_each_rater_about_half_of_their_items_each_way(replication, team):
+    """The issue's case first: 48 items, one physician and one equity rating each, two raters per pool
+    (24 items each), which all came out in one order per rater."""
+    study = study_with_items(kind="pairwise", n_items=48, replication=replication, pools=("physician", "equity_expert"))
+    for slug in ("physician", "equity_expert"):
+        raters(slug, team)
+        assign_study(study=study, pool_id=pool(slug).id)
+
+    assert set(order_balance(study, "item_id").values()) == {0}  # every item exactly half and half
+    per_rater = order_balance(study, "rater_id")
+    assert len(per_rater) == 2 * team and max(abs(b) for b in per_rater.values()) <= 1, per_rater
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("count", [1, 12])
+def test_a_claimer_sees_about_half_of_their_items_each_way(count):
+    study = study_with_items(kind="pairwise", n_items=24, replication=1, pools=("consumer",))
+    for slot in Slot.objects.filter(study=study).select_related("item"):  # odd items are drawn first
+        slot.shuffle_key = (0 if slot.item_id % 2 else 1000) + slot.item_id
+        slot.save(update_fields=["shuffle_key"])
+    first, second = raters("consumer", 2)
+
+    while len(Assignment.objects.filter(rater=first)) < 12:
+        claim_items(study=study, rater=first, count=count)
+    claim_items(study=study, rater=second, count=12)
+
+    per_rater = order_balance(study, "rater_id")
+    assert abs(per_rater[first.id]) <= 1 and abs(per_rater[second.id]) <= 1, per_rater

@@ -194,6 +194,19 @@ def test_invited_raters_of_the_pools_are_listed_before_they_have_items():
     assert (row.profile, row.assigned, row.done, row.median_active_seconds) == (waiting, 0, 0, None)
 
 
+def test_imported_raters_are_listed_only_where_they_have_items():
+    study, elsewhere = study_with_items(n_items=2, replication=1), study_with_items(n_items=2, replication=1)
+    [invited] = raters("physician", 1)
+    imported = raters("physician", 1)[0]
+    imported.user.is_active = False
+    imported.user.set_unusable_password()
+    imported.user.save()
+    AssignmentFactory(item=elsewhere.items.first(), rater=imported)  # e.g. their imported ratings
+
+    assert [row.profile for row in study_dashboard(study).raters] == [invited]
+    assert {row.profile for row in study_dashboard(elsewhere).raters} == {invited, imported}
+
+
 def test_the_dashboard_takes_the_same_number_of_queries_whatever_the_size(
     client, coordinator, django_assert_max_num_queries
 ):
@@ -571,6 +584,29 @@ def test_withdrawing_frees_the_slot(client, coordinator, assigned_study):
     assignment.refresh_from_db()
     assert assignment.status == Assignment.Status.WITHDRAWN
     assert Slot.objects.get(item=assignment.item).assignment is None
+
+
+def test_withdrawing_an_item_rated_since_the_page_was_shown_is_refused(client, coordinator, assigned_study):
+    study, first, _ = assigned_study
+    assignment = Assignment.objects.get(rater=first)
+    client.force_login(coordinator)
+    page = client.get(reverse("coordination:rater", args=[study.pk, first.pk])).content.decode()
+    assert 'name="seen_status" value="assigned"' in page
+    submit(assignment, active=5)  # the rater submits while the coordinator looks at the page
+    url = reverse("coordination:withdraw", args=[study.pk, assignment.pk])
+
+    response = client.post(url, {"seen_status": "assigned"})
+
+    assert messages_of(response) == [
+        f"{first.pseudonym} rated item {assignment.item_id} meanwhile, so it was not withdrawn. "
+        "Withdraw it again if that rating should not count."
+    ]
+    assignment.refresh_from_db()
+    assert assignment.status == Assignment.Status.SUBMITTED
+    assert Slot.objects.get(item=assignment.item).assignment == assignment
+    client.post(url, {"seen_status": "submitted"})  # a second look: withdrawing the rated item is deliberate
+    assignment.refresh_from_db()
+    assert assignment.status == Assignment.Status.WITHDRAWN
 
 
 def test_reassigning_moves_the_slot_to_a_rater_of_the_same_pool(client, coordinator, assigned_study):
