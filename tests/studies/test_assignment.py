@@ -7,6 +7,7 @@ from datetime import timedelta
 
 import pytest
 from django.db import connection, connections
+from django.http import QueryDict
 from django.utils import timezone
 
 from raters.models import RaterPool, RaterProfile
@@ -336,7 +337,8 @@ def test_opening_an_item_withdrawn_meanwhile_keeps_it_withdrawn():
     opened.mark_viewed()
 
     opened.refresh_from_db()
-    assert opened.status == Assignment.Status.WITHDRAWN and opened.first_viewed_at is not None
+    # Not even the view is recorded: a withdrawn claim must not count as "started" (unstarted-claim expiry).
+    assert opened.status == Assignment.Status.WITHDRAWN and opened.first_viewed_at is None
     assert Slot.objects.get(item__study=study).assignment is None
 
 
@@ -358,7 +360,7 @@ def test_a_stale_item_is_neither_rated_nor_moved():
     with pytest.raises(StaleTransition, match="taken back from you meanwhile"):
         submit_rating(assignment=seen_withdrawn, values={"bias_presence": "no_bias"}, active_seconds=1)
     with pytest.raises(StaleTransition, match="taken back from you meanwhile"):
-        save_draft(assignment=seen_withdrawn, draft={"comment": "half"})
+        save_draft(assignment=seen_withdrawn, data=QueryDict("comment=half"))
     with pytest.raises(StaleTransition, match="already withdrawn"):
         withdraw_assignment(assignment=seen_withdrawn)
     assert Assignment.objects.filter(item__study=study).exclude(status="withdrawn").get() == rated
