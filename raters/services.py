@@ -9,12 +9,12 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.hashers import make_password
 from django.core import signing
-from django.core.cache import cache
 from django.db import transaction
 from django.db.models import Count, F, Q
 from django.urls import reverse
 from django.utils import timezone
 
+from config.throttling import Budget
 from studies.models import Assignment, Study, StudyPool
 from studies.services import draw_items_for_rater, has_free_slot
 
@@ -191,16 +191,7 @@ def _sign_out_other_browsers(user) -> None:
 def _arrival_allowed(study: Study) -> bool:
     """Count a new participant against the study's limit per minute (a window opened by the first)."""
     limit = settings.PANEL_ARRIVALS_PER_MINUTE
-    if limit <= 0:
-        return True
-    key = f"panel-arrivals:{study.pk}"
-    cache.add(key, 0, timeout=60)
-    try:
-        count = cache.incr(key)
-    except ValueError:  # the window closed between add and incr
-        cache.add(key, 1, timeout=60)
-        count = 1
-    return count <= limit
+    return limit <= 0 or Budget("panel-arrivals", limit, 60).spend(str(study.pk)) is None
 
 
 def panel_resume_token(*, study: Study, participant_id: str) -> str:
