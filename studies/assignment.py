@@ -343,8 +343,11 @@ def claim_items(*, study: Study, rater: RaterProfile, count: int = 1, now=None) 
             .exclude(item_id__in=authored)
             .order_by("index", "shuffle_key")
         )
+        candidates = list(free.values_list("id", "item_id", "index")[: count * 4])
+        if study.kind == RubricKind.PAIRWISE:
+            candidates = _evening_the_claimer_first(study, rater.id, candidates)
         chosen, items = [], set()
-        for slot_id, item_id, index in free.values_list("id", "item_id", "index")[: count * 4]:
+        for slot_id, item_id, index in candidates:
             if item_id not in items:  # two free slots of one item: a rater takes one
                 chosen.append((slot_id, item_id, index, rater.id))
                 items.add(item_id)
@@ -353,6 +356,36 @@ def claim_items(*, study: Study, rater: RaterProfile, count: int = 1, now=None) 
         position = Assignment.objects.filter(rater=rater).aggregate(p=Max("position"))["p"]
         positions = defaultdict(int, {rater.id: (position or 0) + 1})
         return _create_assignments(study, chosen, positions, expires_at=expires_at)
+
+
+def _evening_the_claimer_first(study: Study, rater_id: int, candidates: list) -> list:
+    """Reorder free slots (id, item, index) so that, within each replication index (least-rated items still
+    first), items whose display order would even out the claimer's own come first.
+
+    An uneven item's next order is forced (DisplayOrders); an even one leaves a choice. This is a prediction
+    read without locks: _display_orders decides under the item locks, so items stay balanced whatever happens.
+    """
+    active = Assignment.objects.active()
+    by_item: dict[int, int] = defaultdict(int)
+    rows = active.filter(item_id__in={item for _, item, _ in candidates}).values_list("item_id", "swap_answers")
+    for item_id, swapped in rows:
+        by_item[item_id] += 1 if swapped else -1
+    mine = active.filter(item__study=study, rater_id=rater_id).values_list("swap_answers", flat=True)
+    leaning = sum(1 if swapped else -1 for swapped in mine)
+    remaining, ordered = list(candidates), []
+    while remaining:
+        lowest = min(index for _, _, index in remaining)
+        group = [c for c in remaining if c[2] == lowest]
+        # A forced order swaps when the item leans "as stored" (< 0); it helps a claimer who leans that way too.
+        helps = [c for c in group if by_item[c[1]] == 0 or leaning == 0 or (by_item[c[1]] < 0) == (leaning < 0)]
+        pick = (helps or group)[0]
+        remaining.remove(pick)
+        ordered.append(pick)
+        forced = by_item[pick[1]]
+        step = (1 if forced < 0 else -1) if forced else (-1 if leaning > 0 else 1)
+        leaning += step
+        by_item[pick[1]] += step
+    return ordered
 
 
 def expire_stale_claims(*, study: Study, now=None) -> int:
