@@ -1,6 +1,8 @@
 from django.contrib import admin
 from django.db.models import Count
 
+from config.admin_fields import STORABLE_JSON
+
 from .models import (
     Answer,
     AnswerSource,
@@ -29,6 +31,7 @@ class DatasetAdmin(admin.ModelAdmin):
 
 @admin.register(Question)
 class QuestionAdmin(admin.ModelAdmin):
+    formfield_overrides = STORABLE_JSON
     list_display = ["external_id", "short_text", "dataset", "created_at"]
     list_filter = ["dataset"]
     search_fields = ["external_id", "text"]
@@ -43,6 +46,7 @@ class QuestionAdmin(admin.ModelAdmin):
 
 @admin.register(CounterfactualPair)
 class CounterfactualPairAdmin(admin.ModelAdmin):
+    formfield_overrides = STORABLE_JSON
     list_display = ["external_id", "dataset", "question_1", "question_2", "difference"]
     list_filter = ["dataset"]
     search_fields = ["external_id", "difference", "question_1__text", "question_2__text"]
@@ -52,6 +56,7 @@ class CounterfactualPairAdmin(admin.ModelAdmin):
 
 @admin.register(AnswerSource)
 class AnswerSourceAdmin(admin.ModelAdmin):
+    formfield_overrides = STORABLE_JSON
     list_display = ["name", "kind", "model_name", "base_url", "created_at"]
     list_filter = ["kind"]
     search_fields = ["name", "model_name", "description"]
@@ -83,6 +88,7 @@ class AnswerSourceAdmin(admin.ModelAdmin):
 
 @admin.register(Answer)
 class AnswerAdmin(admin.ModelAdmin):
+    formfield_overrides = STORABLE_JSON
     list_display = ["question_id_display", "source", "dataset", "model_name", "short_text", "generated_at"]
     list_filter = ["source", "question__dataset", "source__kind", "refusal"]
     search_fields = ["text", "question__external_id", "question__text", "model_name"]

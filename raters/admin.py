@@ -1,6 +1,8 @@
 from django.contrib import admin
 from django.db.models import Count, Q
 
+from config.admin_fields import STORABLE_JSON
+
 from .models import DemographicOption, Invitation, RaterBackground, RaterPool, RaterProfile
 
 
@@ -19,6 +21,7 @@ class RaterPoolAdmin(admin.ModelAdmin):
 
 
 class RaterBackgroundInline(admin.StackedInline):
+    formfield_overrides = STORABLE_JSON
     model = RaterBackground
     can_delete = False
 

@@ -2,12 +2,16 @@ from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
 from django.db.models import Count
 
+from config.admin_fields import STORABLE_JSON
+
 from .models import Assignment, Rating, Rubric, RubricVersion, Study, StudyItem, StudyPool
 
 
 class RatingsProtectedAdmin(admin.ModelAdmin):
     """Deleting rows that ratings hang on is refused as 'protected', not as 'you may not delete ratings'
     (which would suggest someone else could): ratings are never deleted, only ever protected."""
+
+    formfield_overrides = STORABLE_JSON
 
     def get_deleted_objects(self, objs, request):
         deleted, counts, perms_needed, protected = super().get_deleted_objects(objs, request)
