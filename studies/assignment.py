@@ -147,13 +147,14 @@ class DisplayOrders:
     each sees the orders given before it.
     """
 
-    def __init__(self, study: Study, item_ids, rater_ids):
+    def __init__(self, study: Study, item_ids, rater_ids, *, lock: bool = True):
         self.pairwise = study.kind == RubricKind.PAIRWISE
         self.by_item: dict[int, int] = defaultdict(int)  # shown swapped minus shown as stored
         self.by_rater: dict[int, int] = defaultdict(int)
         if not self.pairwise:
             return
-        list(StudyItem.objects.select_for_update().filter(id__in=item_ids).order_by("id").values_list("id"))
+        if lock:  # without it, a prediction only (claims ordering their candidates)
+            list(StudyItem.objects.select_for_update().filter(id__in=item_ids).order_by("id").values_list("id"))
         active = Assignment.objects.active()
         for item_id, swapped in active.filter(item_id__in=item_ids).values_list("item_id", "swap_answers"):
             self.by_item[item_id] += 1 if swapped else -1
@@ -365,26 +366,18 @@ def _evening_the_claimer_first(study: Study, rater_id: int, candidates: list) ->
     An uneven item's next order is forced (DisplayOrders); an even one leaves a choice. This is a prediction
     read without locks: _display_orders decides under the item locks, so items stay balanced whatever happens.
     """
-    active = Assignment.objects.active()
-    by_item: dict[int, int] = defaultdict(int)
-    rows = active.filter(item_id__in={item for _, item, _ in candidates}).values_list("item_id", "swap_answers")
-    for item_id, swapped in rows:
-        by_item[item_id] += 1 if swapped else -1
-    mine = active.filter(item__study=study, rater_id=rater_id).values_list("swap_answers", flat=True)
-    leaning = sum(1 if swapped else -1 for swapped in mine)
+    orders = DisplayOrders(study, {item for _, item, _ in candidates}, [rater_id], lock=False)
     remaining, ordered = list(candidates), []
     while remaining:
         lowest = min(index for _, _, index in remaining)
         group = [c for c in remaining if c[2] == lowest]
-        # A forced order swaps when the item leans "as stored" (< 0); it helps a claimer who leans that way too.
-        helps = [c for c in group if by_item[c[1]] == 0 or leaning == 0 or (by_item[c[1]] < 0) == (leaning < 0)]
+        leaning = orders.by_rater[rater_id]
+        # An item helps when it leaves a choice, or when the order it forces is the one the claimer lacks.
+        helps = [c for c in group if leaning == 0 or orders.evening(c[1]) in (None, leaning < 0)]
         pick = (helps or group)[0]
         remaining.remove(pick)
         ordered.append(pick)
-        forced = by_item[pick[1]]
-        step = (1 if forced < 0 else -1) if forced else (-1 if leaning > 0 else 1)
-        leaning += step
-        by_item[pick[1]] += step
+        orders.choose(pick[1], rater_id)
     return ordered
 
 
