@@ -43,6 +43,9 @@ class AnalysisRun(models.Model):
     reliability_csv = models.TextField(blank=True)
     crosstab_csv = models.TextField(blank=True)
     regression_csv = models.TextField(blank=True)
+    plan_tables = models.JSONField(
+        default=dict, blank=True, help_text="Each analysis plan's tables (DESIGN.md): {file name: CSV text}."
+    )
     error = models.TextField(blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created_at = models.DateTimeField(auto_now_add=True)

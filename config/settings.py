@@ -74,6 +74,7 @@ INSTALLED_APPS = [
     "rest_framework.authtoken",
     "drf_spectacular",
     "datasets",
+    "scoring",
     "raters",
     "studies",
     "analysis",

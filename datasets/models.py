@@ -53,6 +53,21 @@ class Question(models.Model):
         help_text="Whatever the source records about the question: the axis of identity or context it varies, "
         "options and correct answer, pain context...",
     )
+    # A variant (DESIGN.md, "factor levels"): the question it was made from and the levels it carries.
+    base = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="variants",
+        help_text="The base question this variant was made from (empty for a base question).",
+    )
+    levels = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text='Factor levels this question carries, e.g. {"bias": "recency"}; a factor it lacks is at its '
+        "reference level.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -308,6 +323,13 @@ class GenerationJob(models.Model):
     source = models.ForeignKey(AnswerSource, on_delete=models.PROTECT, related_name="generation_jobs")
     parameters = models.JSONField(help_text="The source's generation settings when the job started.")
     settings_hash = models.CharField(max_length=64)
+    recipe = models.ForeignKey(
+        "PromptRecipe", null=True, blank=True, on_delete=models.PROTECT, related_name="generation_jobs",
+        help_text="The condition's recipe; empty: the source's own prompt template.",
+    )  # fmt: skip
+    levels = models.JSONField(
+        default=dict, blank=True, help_text='Only the dataset\'s questions at these levels, e.g. {"bias": "recency"}.'
+    )
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.QUEUED)
     already_present = models.PositiveIntegerField(
         default=0, help_text="Questions that had an answer with these settings when the job started."
@@ -327,6 +349,140 @@ class GenerationJob(models.Model):
     @property
     def is_finished(self) -> bool:
         return self.status in {self.Status.DONE, self.Status.CANCELLED}
+
+
+class VariantRun(models.Model):
+    """A variant generator applied to a base dataset (DESIGN.md), run by a Celery task with progress.
+
+    Same generator, version, seed and options: the same target dataset and the same variants, so a second
+    run creates nothing.
+    """
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Waiting for a worker"
+        RUNNING = "running", "Running"
+        DONE = "done", "Finished"
+        FAILED = "failed", "Failed"
+
+    generator = models.CharField(max_length=100, help_text="A name registered in datasets/variants.")
+    version = models.PositiveSmallIntegerField()
+    seed = models.IntegerField(default=0)
+    options = models.JSONField(default=dict, blank=True, help_text="The generator's options (levels, limit, ...).")
+    base_dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="variant_runs_as_base")
+    dataset = models.ForeignKey(
+        Dataset, null=True, blank=True, on_delete=models.CASCADE, related_name="variant_runs",
+        help_text="Where the variants go.",
+    )  # fmt: skip
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.QUEUED)
+    total = models.PositiveIntegerField(default=0, help_text="Variants to make.")
+    done = models.PositiveIntegerField(default=0, help_text="Variants made or found so far.")
+    created = models.PositiveIntegerField(default=0)
+    existing = models.PositiveIntegerField(default=0)
+    error = models.TextField(blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.generator} v{self.version} seed {self.seed} on {self.base_dataset} ({self.get_status_display()})"
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in {self.Status.DONE, self.Status.FAILED}
+
+
+class PromptRecipe(models.Model):
+    """How a question becomes a request (DESIGN.md, "prompt recipe"); rendered by `datasets.recipes`.
+
+    Everything that changes the request is part of `settings()`, which joins the source's settings in a
+    generation job's hash: two recipes never share answers.
+    """
+
+    class Mode(models.TextChoices):
+        CHAT = "chat", "Chat (messages)"
+        COMPLETION = "completion", "Completion (one prompt text)"
+
+    name = models.CharField(max_length=200, unique=True)
+    description = models.TextField(blank=True)
+    mode = models.CharField(max_length=20, choices=Mode.choices, default=Mode.CHAT)
+    system_prompt = models.TextField(blank=True, help_text="Chat mode only: the system message.")
+    instruction = models.TextField(blank=True, help_text="The prompt's first part, before any examples.")
+    level_factor = models.CharField(
+        max_length=100, blank=True, help_text="The question factor whose level picks the per-level text, e.g. bias."
+    )
+    level_texts = models.JSONField(
+        default=dict, blank=True,
+        help_text="{level: text} appended to the instruction after a space (e.g. BiasMedQA's education sentences).",
+    )  # fmt: skip
+    item_template = models.TextField(
+        default="{question}",
+        help_text="The question block: {question}, {options} and any metadata field of the question "
+        "(e.g. {answer_idx}).",
+    )
+    options_format = models.CharField(max_length=200, default="{letter}: {text}")
+    options_separator = models.CharField(max_length=20, default=", ")
+    examples = models.JSONField(
+        default=list, blank=True,
+        help_text='Worked examples before the question: [{"header": {"none": "...", "*": "..."}, "answer": '
+        '"bias_answer_idx" | "answer_idx"}], each drawn from the pool by the seeded rule.',
+    )  # fmt: skip
+    examples_pool = models.ForeignKey(
+        Dataset, null=True, blank=True, on_delete=models.PROTECT, related_name="+",
+        help_text="The named pool the examples are drawn from.",
+    )  # fmt: skip
+    examples_match_factor = models.CharField(
+        max_length=100, blank=True, help_text="Examples carry the same level of this factor as the question."
+    )
+    examples_seed = models.IntegerField(default=0)
+    examples_footer = models.TextField(blank=True, help_text="Between the examples and the question.")
+    condition = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text='The condition\'s own levels, stored on answers: {"mitigation": "education"}.',
+    )
+    stop = models.JSONField(default=list, blank=True, help_text="Stop sequences.")
+    logprobs = models.BooleanField(default=False)
+    top_logprobs = models.PositiveSmallIntegerField(null=True, blank=True)
+    max_tokens = models.PositiveIntegerField(default=1024, validators=[MinValueValidator(1)])
+    temperature = models.FloatField(default=0.0)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def settings(self) -> dict:
+        """What decides the request: stored on each answer and part of its uniqueness."""
+        return {
+            "recipe": self.name,
+            "mode": self.mode,
+            "system_prompt": self.system_prompt,
+            "instruction": self.instruction,
+            "level_factor": self.level_factor,
+            "level_texts": self.level_texts,
+            "item_template": self.item_template,
+            "options_format": self.options_format,
+            "options_separator": self.options_separator,
+            "examples": self.examples,
+            "examples_pool": self.examples_pool.name if self.examples_pool_id else None,
+            "examples_match_factor": self.examples_match_factor,
+            "examples_seed": self.examples_seed,
+            "examples_footer": self.examples_footer,
+            "condition": self.condition,
+            "stop": self.stop,
+            "logprobs": self.logprobs,
+            "top_logprobs": self.top_logprobs,
+            "max_tokens": self.max_tokens,
+            "temperature": self.temperature,
+        }
 
 
 class GenerationTask(models.Model):

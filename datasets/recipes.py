@@ -1,0 +1,167 @@
+"""Prompt recipes (DESIGN.md): how a question becomes the exact request a model receives.
+
+`render_prompt` is pure (settings and plain question views in, text out); `build_request` adds the worked
+examples drawn from the recipe's pool and the request body the engine sends as is, so a preview shows
+byte for byte what a generation job will send.
+"""
+
+import random
+import re
+from dataclasses import dataclass, field
+
+from .models import PromptRecipe, Question
+
+PLACEHOLDER = re.compile(r"\{(\w+)\}")
+LETTERS = "ABCDEFGHIJ"
+# The reference level of a factor a question does not carry (BiasMedQA's unbiased questions).
+REFERENCE_LEVEL = "none"
+
+
+class RecipeError(ValueError):
+    """A recipe that cannot render a question: the message says which field and why."""
+
+
+@dataclass(frozen=True)
+class QuestionView:
+    """What a recipe may read of a question (a model row or a plain value in tests)."""
+
+    text: str
+    metadata: dict = field(default_factory=dict)
+    levels: dict = field(default_factory=dict)
+    key: str = ""  # stable identifier for the seeded example choice: the external id
+
+    @classmethod
+    def of(cls, question: Question) -> "QuestionView":
+        return cls(question.text, question.metadata or {}, question.levels or {}, question.external_id)
+
+    def level(self, factor: str) -> str:
+        return str(self.levels.get(factor, REFERENCE_LEVEL))
+
+
+@dataclass(frozen=True)
+class Request:
+    mode: str
+    prompt: str  # the prompt text: the user message in chat mode
+    body: dict  # the JSON body sent to the endpoint, without nothing added but the model's name
+    examples: tuple[str, ...] = ()  # external ids of the worked examples, for provenance
+
+
+def options_text(options: dict, settings: dict) -> str:
+    item_format = settings.get("options_format") or "{letter}: {text}"
+    return (settings.get("options_separator") or ", ").join(
+        _fill(item_format, {"letter": letter, "text": str(text)}, "options_format")
+        for letter, text in sorted((options or {}).items())
+    )
+
+
+def _fill(template: str, values: dict, where: str) -> str:
+    def value(match: re.Match) -> str:
+        name = match.group(1)
+        if name not in values:
+            raise RecipeError(f"{where}: the question has no field {{{name}}}")
+        return str(values[name])
+
+    return PLACEHOLDER.sub(value, template)
+
+
+def item_block(question: QuestionView, settings: dict) -> str:
+    """The question block (item template over the question's text, options and metadata fields)."""
+    values = {key: value for key, value in question.metadata.items() if isinstance(value, str | int | float)}
+    values["question"] = question.text
+    values["options"] = options_text(question.metadata.get("options") or {}, settings)
+    return _fill(settings.get("item_template") or "{question}", values, "item_template")
+
+
+def example_answer(example: QuestionView, kind: str, seed: int) -> str:
+    """The letter a worked example is answered with: its correct letter, or a wrong one (its bias letter if it
+    carries one, else a seeded draw among the other options)."""
+    correct = str(example.metadata.get("answer_idx", ""))
+    if kind == "correct":
+        return correct
+    if example.metadata.get("bias_answer_idx"):
+        return str(example.metadata["bias_answer_idx"])
+    wrong = sorted(letter for letter in (example.metadata.get("options") or {}) if letter != correct)
+    if not wrong:
+        raise RecipeError(f"example {example.key}: no wrong option to answer with")
+    return random.Random(f"{seed}:{example.key}:wrong").choice(wrong)
+
+
+def render_prompt(settings: dict, question: QuestionView, examples: list[QuestionView]) -> str:
+    """The prompt text: instruction (+ the per-level text), worked examples, footer, question block."""
+    instruction = settings.get("instruction") or ""
+    factor = settings.get("level_factor") or ""
+    level = question.level(factor) if factor else REFERENCE_LEVEL
+    extra = (settings.get("level_texts") or {}).get(level) if factor else None
+    if extra:
+        instruction = f"{instruction} {extra}" if instruction else extra
+    parts = [instruction] if instruction else []
+    specs = settings.get("examples") or []
+    for spec, example in zip(specs, examples, strict=True):
+        headers = spec.get("header") or {}
+        header = headers.get(level, headers.get("*", ""))
+        answer = example_answer(example, spec.get("answer", "wrong"), int(settings.get("examples_seed") or 0))
+        block = item_block(example, settings) + answer
+        parts.append(f"{header}\n{block}" if header else block)
+    if specs and settings.get("examples_footer"):
+        parts.append(settings["examples_footer"])
+    parts.append(item_block(question, settings))
+    return "\n\n".join(parts)
+
+
+def choose_examples(recipe: PromptRecipe, question: Question) -> list[Question]:
+    """The recipe's worked examples for this question: drawn from the pool by a rule seeded with the recipe's
+    seed and the question's external id, among pool questions at the question's level of the match factor,
+    never the question itself nor another variant of its base question."""
+    wanted = len(recipe.examples or [])
+    if not wanted:
+        return []
+    if recipe.examples_pool_id is None:
+        raise RecipeError("examples: the recipe names no pool to draw them from")
+    pool = Question.objects.filter(dataset_id=recipe.examples_pool_id).exclude(pk=question.pk)
+    base_id = question.base_id or question.pk
+    pool = pool.exclude(pk=base_id).exclude(base_id=base_id)
+    factor = recipe.examples_match_factor
+    if factor:
+        level = QuestionView.of(question).level(factor)
+        pool = (
+            pool.filter(**{f"levels__{factor}": level})
+            if level != REFERENCE_LEVEL
+            else pool.exclude(**{"levels__has_key": factor})
+        )
+    candidates = list(pool.order_by("id").values_list("id", flat=True))
+    if len(candidates) < wanted:
+        raise RecipeError(f"examples: the pool has {len(candidates)} suitable questions, {wanted} needed")
+    chosen = random.Random(f"{recipe.examples_seed}:{question.external_id}").sample(candidates, wanted)
+    by_id = Question.objects.in_bulk(chosen)
+    return [by_id[pk] for pk in chosen]
+
+
+def request_body(settings: dict, prompt: str, *, model: str) -> dict:
+    """The exact JSON body of an OpenAI-compatible chat or completions request."""
+    body: dict = {"model": model}
+    if settings.get("mode") == PromptRecipe.Mode.COMPLETION:
+        body["prompt"] = prompt
+    else:
+        messages = [{"role": "system", "content": settings["system_prompt"]}] if settings.get("system_prompt") else []
+        body["messages"] = [*messages, {"role": "user", "content": prompt}]
+    body["temperature"] = settings.get("temperature", 0.0)
+    body["max_tokens"] = settings.get("max_tokens", 1024)
+    if settings.get("stop"):
+        body["stop"] = list(settings["stop"])
+    if settings.get("logprobs"):
+        if settings.get("mode") == PromptRecipe.Mode.COMPLETION:
+            body["logprobs"] = settings.get("top_logprobs") or 1
+        else:
+            body["logprobs"] = True
+            if settings.get("top_logprobs"):
+                body["top_logprobs"] = settings["top_logprobs"]
+    return body
+
+
+def build_request(recipe: PromptRecipe, question: Question, *, model: str) -> Request:
+    settings = recipe.settings()
+    examples = choose_examples(recipe, question)
+    prompt = render_prompt(settings, QuestionView.of(question), [QuestionView.of(example) for example in examples])
+    return Request(
+        settings["mode"], prompt, request_body(settings, prompt, model=model), tuple(e.external_id for e in examples)
+    )

@@ -1,0 +1,31 @@
+"""Scores: versioned deterministic readings of answers (DESIGN.md, "scorer"; scoring/DESIGN.md)."""
+
+from django.db import models
+
+from datasets.models import Answer
+
+
+class Score(models.Model):
+    """One scorer version's reading of one answer. Never updated: a new version adds rows beside the old."""
+
+    class Outcome(models.TextChoices):
+        CORRECT = "correct", "Correct"
+        WRONG = "wrong", "Wrong"
+        NON_RESPONSE = "non_response", "Non-response"
+
+    answer = models.ForeignKey(Answer, on_delete=models.CASCADE, related_name="scores")
+    scorer = models.CharField(max_length=100, help_text="A name in scoring/scorers.py, or `released`.")
+    version = models.PositiveSmallIntegerField()
+    outcome = models.CharField(max_length=20, choices=Outcome.choices, blank=True)
+    value = models.JSONField(default=dict, blank=True, help_text="What was read: the letter, the raw label, ...")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["answer", "scorer", "version"]
+        constraints = [
+            models.UniqueConstraint(fields=["answer", "scorer", "version"], name="score_unique_per_version"),
+        ]
+        indexes = [models.Index(fields=["scorer", "version"], name="score_by_scorer")]
+
+    def __str__(self) -> str:
+        return f"{self.scorer} v{self.version} of answer {self.answer_id}: {self.outcome}"
