@@ -1,6 +1,6 @@
 """Store scorers' readings of answers (scoring/DESIGN.md). Scores are only ever added, never updated or deleted."""
 
-from django.db.models import Exists, OuterRef, QuerySet
+from django.db.models import QuerySet
 
 from datasets.models import Answer
 
@@ -18,18 +18,23 @@ def score_missing(*, scorer: str, answers: QuerySet[Answer], batch_size: int = 2
     """
     rule = scorers.current(scorer)
     fields = [f"question__metadata__{name}" for name in rule.question_fields]
-    already = Score.objects.filter(answer=OuterRef("pk"), scorer=rule.name, version=rule.version)
-    pending = answers.filter(~Exists(already)).order_by("pk")
+    ordered = answers.order_by("pk")
     counts = {"scored": 0, "skipped_no_key": 0, **{outcome: 0 for outcome in scorers.OUTCOMES}}
     last = 0
     while True:
-        # Keyset pages: each query is bounded, and skipped answers are not read again.
-        batch = list(pending.filter(pk__gt=last).values_list("pk", "text", "refusal", *fields)[:batch_size])
-        if not batch:
+        # Keyset pages of ids, then the page's stored scores by index: each query is bounded and linear
+        # (an anti-join over the whole table let PostgreSQL hash every score of the scorer on every page).
+        ids = list(ordered.filter(pk__gt=last).values_list("pk", flat=True)[:batch_size])
+        if not ids:
             break
-        last = batch[-1][0]
+        last = ids[-1]
+        stored = Score.objects.filter(answer_id__in=ids, scorer=rule.name, version=rule.version)
+        todo = set(ids) - set(stored.values_list("answer_id", flat=True))
+        if not todo:
+            continue
         new = []
-        for pk, text, refusal, *values in batch:
+        for pk, text, refusal, *values in Answer.objects.filter(pk__in=todo).values_list("pk", "text", "refusal",
+                                                                                           *fields):  # fmt: skip
             if any(value in (None, "") for value in values):
                 counts["skipped_no_key"] += 1
                 continue
