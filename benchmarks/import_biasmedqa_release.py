@@ -29,7 +29,7 @@ def child_import(path: str) -> None:
     settings.DEBUG = False  # DEBUG would keep every query's SQL in memory
     from import_memory import peak_rss_mib, reset_peak_rss, rss_mib
 
-    from datasets.importers.biasmedqa_release import import_biasmedqa_responses
+    from scoring.release_import import import_biasmedqa_responses
 
     reset_peak_rss()
     before = rss_mib()

@@ -51,10 +51,10 @@ def main() -> None:
     from django.db import connection
 
     settings.DEBUG = False
-    from datasets.importers.biasmedqa_release import import_biasmedqa_responses
     from datasets.importers.questions import QuestionOptions
     from datasets.models import Answer
     from datasets.services import import_questions
+    from scoring.release_import import import_biasmedqa_responses
 
     print(f"load average before: {loadavg()}")
     with _django.own_test_database():

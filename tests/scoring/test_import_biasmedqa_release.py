@@ -11,11 +11,11 @@ from django.core.management.base import CommandError
 from django.db.models import Count
 
 from datasets.importers import ImportRejected
-from datasets.importers.biasmedqa_release import RELEASE, VARIANT_DATASET, import_biasmedqa_responses
 from datasets.importers.questions import MEDQA_DATASET, QuestionOptions
 from datasets.models import Answer, AnswerSource, Dataset, Question
 from datasets.services import import_questions
 from scoring.models import Score
+from scoring.release_import import RELEASE, VARIANT_DATASET, import_biasmedqa_responses
 from scoring.services import score_missing
 
 pytestmark = pytest.mark.django_db

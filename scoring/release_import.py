@@ -19,16 +19,15 @@ from dataclasses import dataclass, field
 
 from django.db import transaction
 
+from datasets.importers.errors import ImportRejected, RowError, RowErrors
+from datasets.importers.questions import MEDQA_DATASET
+from datasets.importers.reading import Opener, Source, csv_rows, is_blank_row, opener_for, text_problem
+from datasets.importers.report import ImportReport
+from datasets.importers.store import BATCH_ROWS, batches, short_hash
+from datasets.models import Answer, AnswerSource, Dataset, Question, settings_fingerprint, text_fingerprint
+from datasets.variants import biasmedqa
 from scoring.models import Score
 from scoring.scorers import CORRECT, NO_ANSWER_MARKER, NON_RESPONSE, RELEASED, WRONG
-
-from ..models import Answer, AnswerSource, Dataset, Question, settings_fingerprint, text_fingerprint
-from ..variants import biasmedqa
-from .errors import ImportRejected, RowError, RowErrors
-from .questions import MEDQA_DATASET
-from .reading import Opener, Source, csv_rows, is_blank_row, opener_for, text_problem
-from .report import ImportReport
-from .store import BATCH_ROWS, batches, short_hash
 
 RELEASE = "BiasMedQA (cog-bias-med-LLMs @ bee2807d)"
 VARIANT_DATASET = "BiasMedQA (released responses)"

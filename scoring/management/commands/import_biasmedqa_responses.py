@@ -1,9 +1,8 @@
 from django.core.management.base import BaseCommand
 
-from datasets.importers.biasmedqa_release import VARIANT_DATASET, import_biasmedqa_responses
 from datasets.importers.questions import MEDQA_DATASET
-
-from ._options import run_import
+from datasets.management.commands._options import run_import
+from scoring.release_import import VARIANT_DATASET, import_biasmedqa_responses
 
 
 class Command(BaseCommand):
