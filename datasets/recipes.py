@@ -96,9 +96,13 @@ def render_prompt(settings: dict, question: QuestionView, examples: list[Questio
         instruction = f"{instruction} {extra}" if instruction else extra
     parts = [instruction] if instruction else []
     specs = settings.get("examples") or []
+    # An example's header is keyed by the question's level of the factor the examples match (BiasMedQA's
+    # one-shot recipe has no per-level instruction text, but its header names the bias or not).
+    header_factor = settings.get("examples_match_factor") or factor
+    header_level = question.level(header_factor) if header_factor else REFERENCE_LEVEL
     for spec, example in zip(specs, examples, strict=True):
         headers = spec.get("header") or {}
-        header = headers.get(level, headers.get("*", ""))
+        header = headers.get(header_level, headers.get("*", ""))
         answer = example_answer(example, spec.get("answer", "wrong"), int(settings.get("examples_seed") or 0))
         block = item_block(example, settings) + answer
         parts.append(f"{header}\n{block}" if header else block)
