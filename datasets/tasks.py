@@ -27,3 +27,11 @@ def run_generation_lane(source_id: int, index: int) -> str:
 def resume_generation_on_worker_start(**_):
     """Jobs whose workers died (or were never running) continue as soon as any worker starts."""
     lanes.resume_unfinished_jobs()
+
+
+@shared_task(acks_late=True)
+def run_variant_run(run_id: int) -> str:
+    from .variants.runs import run_variant_run as run
+
+    result = run(run_id)
+    return result.status if result else "already claimed"

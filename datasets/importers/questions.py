@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePath
 
 from ..catalogue import dataset_name_for_stem
+from ..variants import biasmedqa
 from .errors import ImportRejected, RowError, RowErrors
 from .reading import Source, csv_rows, first_text, is_blank_row, jsonl_rows
 
@@ -424,8 +425,4 @@ def _parse_biasmedqa_injections(source, first, filename, options, parsed) -> Ite
 
 def render_injection(base_question: str, sentence: str, position: str) -> str:
     """BiasMedQA's `add_bias`: append the sentence, or insert it after the question's first sentence."""
-    if position == "after_first_sentence":
-        end = base_question.find(". ")
-        if end >= 0:
-            return f"{base_question[: end + 1]} {sentence} {base_question[end + 2 :]}"
-    return f"{base_question} {sentence}"
+    return biasmedqa.inject(base_question, sentence, position)

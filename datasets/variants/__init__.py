@@ -1,1 +1,65 @@
-"""Variant generators (DESIGN.md): seeded, versioned, idempotent rules that make variants of base questions."""
+"""Variant generators (DESIGN.md): seeded, versioned, idempotent rules that make variants of base questions.
+
+A generator is pure: a base question (plain values), the seed and the checked options in, variant specs out.
+`runs.py` applies one to a base dataset as a `VariantRun` (a Celery job with progress) and stores the specs.
+Bump a generator's version whenever what it yields for the same input changes: the version names the
+target dataset, so old variants are never silently replaced.
+"""
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+
+class VariantOptionsError(ValueError):
+    """Options a generator cannot run with: the message says which and why."""
+
+
+@dataclass(frozen=True)
+class BaseQuestion:
+    """What a generator may read of a base question."""
+
+    external_id: str
+    text: str
+    metadata: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class VariantSpec:
+    """One variant to store: keyed `{base external id}-{level}` in the target dataset."""
+
+    external_id: str
+    text: str
+    levels: dict
+    metadata: dict
+
+
+@dataclass(frozen=True)
+class Generator:
+    name: str
+    version: int
+    factor: str
+    description: str
+    # options as given (JSON) -> options checked and completed with defaults; raises VariantOptionsError
+    check_options: Callable[[dict], dict]
+    # (base question, seed, checked options) -> the variants of that base question
+    variants: Callable[[BaseQuestion, int, dict], Iterator[VariantSpec]]
+    # checked options -> how many variants each base question yields
+    per_base: Callable[[dict], int]
+    # (seed, checked options) -> the target dataset's default name
+    dataset_name: Callable[[int, dict], str]
+
+
+def _registry() -> dict[str, Generator]:
+    from . import biasmedqa
+
+    return {generator.name: generator for generator in (biasmedqa.GENERATOR,)}
+
+
+GENERATORS: dict[str, Generator] = _registry()
+
+
+def get_generator(name: str) -> Generator:
+    try:
+        return GENERATORS[name]
+    except KeyError:
+        raise VariantOptionsError(f"unknown generator {name!r}; known: {', '.join(sorted(GENERATORS))}") from None

@@ -4,7 +4,10 @@ Pure: plain values in and out. The sentences are the templates as the authors' l
 (`../shared/datasets/biasmedqa/SOURCE.md`); `frequency` keeps the logs' double space and missing comma.
 """
 
+import json
 import random
+
+from . import BaseQuestion, Generator, VariantOptionsError, VariantSpec
 
 NAME = "biasmedqa"
 VERSION = 1
@@ -122,3 +125,118 @@ def variant_metadata(base_metadata: dict, bias: str, letter: str, sentence: str)
         "injected_sentence": sentence,
         "injection_position": SENTENCES[bias][1],
     }
+
+
+# --- The generator (registered in datasets/variants/__init__.py) ------------------------------------------
+
+DATASET_NAME = "BiasMedQA"
+LETTERS = "ABCDEFGHIJ"
+
+
+def letter_key(qid: int | str, bias: str) -> str:
+    """How a letters table is keyed in a run's options (JSON keys are text): BiasMedQA's item id."""
+    return f"{qid}-{bias}"
+
+
+def letters_from_jsonl(lines) -> dict[str, str]:
+    """{"{qid}-{bias}": letter} from a table like `biasmedqa_injections.jsonl` (qid, bias_type,
+    bias_answer_idx per line): the letters of the logged gpt-4 runs, so the variants rebuild those prompts."""
+    letters: dict[str, str] = {}
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            key, letter = letter_key(row["qid"], row["bias_type"]), row["bias_answer_idx"]
+        except (ValueError, KeyError, TypeError) as error:
+            raise ValueError(
+                f"letters table, line {number}: not a row with qid, bias_type, bias_answer_idx ({error})"
+            ) from None
+        if not isinstance(letter, str) or letter not in LETTERS:
+            raise ValueError(f"letters table, line {number}: bias_answer_idx {letter!r} is not a letter A-J")
+        if letters.get(key, letter) != letter:
+            raise ValueError(f"letters table, line {number}: a second, different letter for {key}")
+        letters[key] = letter
+    return letters
+
+
+def check_options(options: dict) -> dict:
+    """Options: `biases` (default the 7; the _v2 ones allowed), `limit` (the first N base questions by id),
+    `letters` ({"{qid}-{bias}": letter}; else the seeded draw), `letters_source` (where they came from, for
+    the dataset's name), `dataset` (the target dataset's name)."""
+    options = dict(options or {})
+    unknown = set(options) - {"biases", "limit", "letters", "letters_source", "dataset"}
+    if unknown:
+        raise VariantOptionsError(f"unknown options: {', '.join(sorted(unknown))}")
+    biases = options.get("biases") or list(BIASES)
+    if isinstance(biases, str) or not all(isinstance(bias, str) for bias in biases):
+        raise VariantOptionsError("biases must be a list of bias names")
+    wrong = [bias for bias in biases if bias not in SENTENCES]
+    if wrong:
+        raise VariantOptionsError(f"unknown bias {', '.join(wrong)}; known: {', '.join(SENTENCES)}")
+    if len(set(biases)) != len(biases):
+        raise VariantOptionsError("a bias is named twice")
+    options["biases"] = list(biases)
+    limit = options.get("limit")
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise VariantOptionsError("limit must be a whole number of base questions, at least 1")
+    letters = options.get("letters")
+    if letters is not None and not (
+        isinstance(letters, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in letters.items())
+    ):
+        raise VariantOptionsError('letters must map "{qid}-{bias}" to a letter')
+    for key in ("letters_source", "dataset"):
+        if options.get(key) is not None and not (isinstance(options[key], str) and options[key].strip()):
+            raise VariantOptionsError(f"{key} must be a name")
+    return options
+
+
+def variants(base: BaseQuestion, seed: int, options: dict):
+    """The variants of one base question: one per bias, the wrong letter read from the letters table or drawn."""
+    metadata = base.metadata or {}
+    options_of_question = metadata.get("options") or {}
+    answer_idx = metadata.get("answer_idx")
+    if not options_of_question or answer_idx not in options_of_question:
+        raise ValueError(f"question {base.external_id}: no options with the correct answer (answer_idx) among them")
+    qid = metadata.get("qid", base.external_id)
+    letters = options.get("letters")
+    for bias in options["biases"]:
+        if letters is not None:
+            letter = letters.get(letter_key(qid, bias))
+            if letter is None:
+                raise ValueError(f"the letters table has no letter for qid {qid}, bias {bias}")
+            if letter == answer_idx:
+                raise ValueError(f"the letters table names the correct answer {letter} for qid {qid}, bias {bias}")
+        else:
+            letter = draw_letter(seed, qid, bias, answer_idx, options_of_question)
+        text, sentence = biased_question(base.text, options_of_question, bias, letter)
+        generator = {"name": NAME, "version": VERSION, "seed": seed}
+        if letters is not None:
+            generator["letters"] = options.get("letters_source") or "table"
+        yield VariantSpec(
+            external_id=f"{base.external_id}-{bias}",
+            text=text,
+            levels={FACTOR: bias},
+            metadata={**variant_metadata(metadata, bias, letter, sentence), "generator": generator},
+        )
+
+
+def dataset_name(seed: int, options: dict) -> str:
+    if options.get("dataset"):
+        return options["dataset"].strip()
+    if options.get("letters") is not None:
+        return f"{DATASET_NAME} ({NAME} v{VERSION}, letters {options.get('letters_source') or 'table'})"
+    return f"{DATASET_NAME} ({NAME} v{VERSION}, seed {seed})"
+
+
+GENERATOR = Generator(
+    name=NAME,
+    version=VERSION,
+    factor=FACTOR,
+    description="MedQA questions x cognitive biases: a sentence naming a wrong option, per bias "
+    "(Schmidgall et al. 2024).",
+    check_options=check_options,
+    variants=variants,
+    per_base=lambda options: len(options["biases"]),
+    dataset_name=dataset_name,
+)
