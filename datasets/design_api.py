@@ -13,10 +13,11 @@ from rest_framework.settings import api_settings
 from config.rest import StorableJSONField
 from raters.api_permissions import IsCoordinator
 
-from . import recipe_pages, recipes, variant_pages, variants
+from . import recipe_pages, recipes, variant_pages
 from .api import GenerationJobDetailSerializer, GenerationRefusedSerializer
 from .generation import jobs
 from .models import AnswerSource, Dataset, GenerationJob, PromptRecipe, Question, VariantRun
+from .variants import runs as variant_runs
 
 RECIPE_FIELDS = ["name", "description", "mode", "system_prompt", "instruction", "level_factor", "level_texts",
                  "item_template", "options_format", "options_separator", "examples", "examples_pool",
@@ -127,12 +128,19 @@ class VariantRunSerializer(serializers.ModelSerializer):
         return variant_pages.run_percent(run)
 
 
+class VariantRunRefusedSerializer(serializers.Serializer):
+    detail = serializers.CharField()
+    run = serializers.IntegerField(allow_null=True, help_text="The run already making these variants, if any.")
+
+
 class VariantRunCreateSerializer(serializers.Serializer):
     generator = serializers.ChoiceField(choices=[])
     base_dataset = serializers.PrimaryKeyRelatedField(queryset=Dataset.objects.all())
     seed = serializers.IntegerField(default=0, min_value=-(2**31), max_value=2**31 - 1)
-    levels = serializers.ListField(
-        child=serializers.ChoiceField(choices=[]), required=False, help_text="Empty: the generator's default levels."
+    biases = serializers.ListField(
+        child=serializers.ChoiceField(choices=[]),
+        required=False,
+        help_text="The levels to make (BiasMedQA's biases). Empty: the generator's default levels.",
     )
     limit = serializers.IntegerField(required=False, min_value=1, max_value=2**31 - 1,
                                      help_text="Only the first N base questions.")  # fmt: skip
@@ -140,19 +148,19 @@ class VariantRunCreateSerializer(serializers.Serializer):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["generator"].choices = variant_pages.generator_choices()
-        self.fields["levels"].child.choices = variant_pages.level_choices()
+        self.fields["biases"].child.choices = variant_pages.level_choices()
 
     def validate(self, attrs):
-        unknown = sorted(set(attrs.get("levels") or []) - set(variant_pages.levels_of(attrs["generator"])))
+        unknown = sorted(set(attrs.get("biases") or []) - set(variant_pages.levels_of(attrs["generator"])))
         if unknown:
-            raise serializers.ValidationError({"levels": [f"The generator has no level {', '.join(unknown)}."]})
+            raise serializers.ValidationError({"biases": [f"The generator has no level {', '.join(unknown)}."]})
         return attrs
 
     def run_options(self) -> dict:
         data = self.validated_data
         options: dict = {}
-        if data.get("levels"):
-            options["levels"] = list(dict.fromkeys(data["levels"]))
+        if data.get("biases"):
+            options["biases"] = list(dict.fromkeys(data["biases"]))
         if data.get("limit"):
             options["limit"] = data["limit"]
         return options
@@ -236,17 +244,30 @@ class VariantRunViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
     lookup_value_converter = "int"
     queryset = VariantRun.objects.select_related("base_dataset", "dataset").order_by("-created_at", "-id")
 
-    @extend_schema(request=VariantRunCreateSerializer, responses={201: VariantRunSerializer})
+    @extend_schema(
+        request=VariantRunCreateSerializer,
+        responses={
+            201: VariantRunSerializer,
+            409: OpenApiResponse(
+                VariantRunRefusedSerializer,
+                description="Refused: the base dataset has no questions, or a run of it is already going.",
+            ),
+        },
+    )
     def create(self, request, *args, **kwargs):
         serializer = VariantRunCreateSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
-        run = variants.start_variant_run(
-            generator=data["generator"],
-            base_dataset=data["base_dataset"],
-            seed=data["seed"],
-            options=serializer.run_options(),
-            user=request.user,
-        )
+        try:
+            run = variant_runs.start_variant_run(
+                generator=data["generator"],
+                base_dataset=data["base_dataset"],
+                seed=data["seed"],
+                options=serializer.run_options(),
+                user=request.user,
+            )
+        except variant_runs.VariantRunRefused as refused:
+            payload = {"detail": str(refused), "run": refused.run.pk if refused.run else None}
+            return Response(payload, status=status.HTTP_409_CONFLICT)
         run = self.get_queryset().get(pk=run.pk)
         return Response(self.get_serializer(run).data, status=status.HTTP_201_CREATED)

@@ -12,10 +12,11 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from raters.access import coordinator_required
 
-from . import recipe_pages, recipes, variant_pages, variants
+from . import recipe_pages, recipes, variant_pages
 from .forms import PromptRecipeForm, RecipeJobForm, RecipePreviewForm, VariantRunForm
 from .generation import jobs
 from .models import Dataset, PromptRecipe, VariantRun
+from .variants import runs as variant_runs
 
 # --- Prompt recipes --------------------------------------------------------------------------------
 
@@ -127,18 +128,25 @@ def variant_run_list(request):
 @coordinator_required
 def variant_run_create(request):
     form = VariantRunForm(request.POST or None, initial={"base_dataset": request.GET.get("base_dataset")})
+    running = None
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
-        run = variants.start_variant_run(
-            generator=data["generator"],
-            base_dataset=data["base_dataset"],
-            seed=data["seed"],
-            options=form.run_options(),
-            user=request.user,
-        )
-        messages.success(request, f"Variant run {run.pk} started.")
-        return redirect("datasets:variant_run", pk=run.pk)
-    return render(request, "datasets/variant_run_form.html", {"form": form}, status=400 if form.errors else 200)
+        try:
+            run = variant_runs.start_variant_run(
+                generator=data["generator"],
+                base_dataset=data["base_dataset"],
+                seed=data["seed"],
+                options=form.run_options(),
+                user=request.user,
+            )
+        except variant_runs.VariantRunRefused as refused:
+            form.add_error(None, str(refused))
+            running = refused.run
+        else:
+            messages.success(request, f"Variant run {run.pk} started.")
+            return redirect("datasets:variant_run", pk=run.pk)
+    context = {"form": form, "running": running}
+    return render(request, "datasets/variant_run_form.html", context, status=400 if form.errors else 200)
 
 
 @require_GET

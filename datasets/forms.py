@@ -197,9 +197,9 @@ class VariantRunForm(forms.Form):
     generator = forms.ChoiceField(choices=[])
     base_dataset = forms.ModelChoiceField(queryset=Dataset.objects.order_by("name"), label="Base dataset")
     seed = forms.IntegerField(initial=0, help_text="Same generator, version and seed: the same variants.")
-    levels = forms.MultipleChoiceField(
-        choices=[], widget=forms.CheckboxSelectMultiple, required=False, label="Levels",
-        help_text="Empty: the generator's default levels.",
+    biases = forms.MultipleChoiceField(
+        choices=[], widget=forms.CheckboxSelectMultiple, required=False, label="Levels (biases)",
+        help_text="Empty: the generator's default levels (BiasMedQA: the 7 biases, not the _v2 ones).",
     )  # fmt: skip
     limit = forms.IntegerField(
         required=False, min_value=1, help_text="Only the first N base questions (a small trial). Empty: all."
@@ -208,22 +208,22 @@ class VariantRunForm(forms.Form):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["generator"].choices = variant_registry.generator_choices()
-        self.fields["levels"].choices = variant_registry.level_choices()
+        self.fields["biases"].choices = variant_registry.level_choices()
 
     def clean(self):
         data = super().clean()
         generator = data.get("generator")
-        if generator and data.get("levels"):
-            unknown = sorted(set(data["levels"]) - set(variant_registry.levels_of(generator)))
+        if generator and data.get("biases"):
+            unknown = sorted(set(data["biases"]) - set(variant_registry.levels_of(generator)))
             if unknown:
-                self.add_error("levels", f"The generator {generator} has no level {', '.join(unknown)}.")
+                self.add_error("biases", f"The generator {generator} has no level {', '.join(unknown)}.")
         return data
 
     def run_options(self) -> dict:
         data = self.cleaned_data
         options: dict = {}
-        if data.get("levels"):
-            options["levels"] = list(data["levels"])
+        if data.get("biases"):
+            options["biases"] = list(data["biases"])
         if data.get("limit"):
             options["limit"] = data["limit"]
         return options

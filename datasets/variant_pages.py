@@ -1,22 +1,23 @@
-"""What the variant-run pages (and their API) need of the generator registry: names, levels, and a progress view."""
+"""What the variant-run pages (and their API) show of the generator registry (`datasets.variants`)."""
 
 from .models import VariantRun
-from .variants import biasmedqa
+from .variants import GENERATORS, biasmedqa
 
-# TODO(merge fix/variants): read these from the registry in datasets.variants.
-GENERATORS = {biasmedqa.NAME: (biasmedqa.VERSION, (*biasmedqa.BIASES, *biasmedqa.V2_BIASES))}
+# The levels a coordinator may tick, per generator (the registry's generators do not list them).
+LEVELS = {biasmedqa.NAME: tuple(biasmedqa.SENTENCES)}
 
 
 def generator_choices() -> list[tuple[str, str]]:
-    return [(name, f"{name} v{version}") for name, (version, _) in sorted(GENERATORS.items())]
+    return [(name, f"{name} v{generator.version}: {generator.description}") for name, generator in
+            sorted(GENERATORS.items())]  # fmt: skip
 
 
 def levels_of(generator: str) -> tuple[str, ...]:
-    return GENERATORS[generator][1]
+    return LEVELS.get(generator, ())
 
 
 def level_choices() -> list[tuple[str, str]]:
-    seen = dict.fromkeys(level for _, levels in GENERATORS.values() for level in levels)
+    seen = dict.fromkeys(level for levels in LEVELS.values() for level in levels)
     return [(level, level.replace("_", " ")) for level in seen]
 
 
@@ -25,8 +26,11 @@ def run_percent(run: VariantRun) -> int:
 
 
 def option_rows(run: VariantRun) -> list[tuple[str, str]]:
-    """A run's options as (name, text): lists joined with commas."""
-    return [
-        (key, ", ".join(map(str, value)) if isinstance(value, list) else str(value))
-        for key, value in (run.options or {}).items()
-    ]
+    """A run's options as (name, text): lists joined with commas; the letters table only counted."""
+    rows = []
+    for key, value in (run.options or {}).items():
+        if isinstance(value, dict):
+            rows.append((key, f"{len(value)} entries"))
+        else:
+            rows.append((key, ", ".join(map(str, value)) if isinstance(value, list) else str(value)))
+    return rows

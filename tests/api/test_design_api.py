@@ -183,7 +183,7 @@ def test_a_coordinator_starts_a_variant_run_and_follows_it(coordinator, medqa, d
     with django_capture_on_commit_callbacks(execute=True):
         response = client.post(
             "/api/variant-runs/",
-            {"generator": "biasmedqa", "base_dataset": medqa.pk, "seed": 3, "levels": ["recency", "cultural"],
+            {"generator": "biasmedqa", "base_dataset": medqa.pk, "seed": 3, "biases": ["recency", "cultural"],
              "limit": 2},
             format="json",
         )  # fmt: skip
@@ -202,6 +202,6 @@ def test_a_variant_run_with_an_unknown_generator_or_level_is_400(coordinator, me
     unknown = client.post("/api/variant-runs/", {"generator": "nope", "base_dataset": medqa.pk}, format="json")
     assert unknown.status_code == 400 and "generator" in unknown.json()
     level = client.post("/api/variant-runs/", {"generator": "biasmedqa", "base_dataset": medqa.pk,
-                                               "levels": ["sleepy"]}, format="json")  # fmt: skip
-    assert level.status_code == 400 and "levels" in level.json()
+                                               "biases": ["sleepy"]}, format="json")  # fmt: skip
+    assert level.status_code == 400 and "biases" in level.json()
     assert not VariantRun.objects.exists()
