@@ -1,4 +1,5 @@
-"""The one module that talks to language models: the OpenAI-compatible chat-completions protocol.
+"""The one module that talks to language models: the OpenAI-compatible chat-completions and completions
+protocols.
 
 That protocol covers hosted APIs and local servers (vLLM, Ollama, llama.cpp server). Tests point it at a
 local HTTP server that speaks the same protocol. Retries belong to the caller (a Celery task), which knows
@@ -28,7 +29,7 @@ class Completion:
     model: str
     latency_ms: int
     usage: dict = field(default_factory=dict)
-    logprobs: list | None = None
+    logprobs: list | dict | None = None  # chat: the tokens' list; completions: the legacy object
     response_id: str = ""
 
     @property
@@ -100,6 +101,7 @@ def chat_completion(
     api_key_env: str = "",
     logprobs: bool = False,
     top_logprobs: int | None = None,
+    stop: list[str] | None = None,
 ) -> Completion:
     """POST {base_url}/chat/completions and return the first choice; raises LLMError.
 
@@ -107,12 +109,71 @@ def chat_completion(
     the URL: this is the one place keys leave the server, so a source saved before the setting changed (or
     by a script, without validation) cannot send one elsewhere.
     """
-    body = {"model": model, "messages": messages, "temperature": temperature, "max_tokens": max_tokens}
+    body: dict = {"model": model, "messages": messages, "temperature": temperature, "max_tokens": max_tokens}
+    if stop:
+        body["stop"] = list(stop)
     if logprobs:
         body["logprobs"] = True
         if top_logprobs:
             body["top_logprobs"] = top_logprobs
-    url = base_url.rstrip("/") + "/chat/completions"
+    payload, latency_ms = _post(base_url, "/chat/completions", body, timeout=timeout, api_key_env=api_key_env)
+    try:
+        choice = payload["choices"][0]
+        message = choice.get("message") or {}
+        return Completion(
+            text=message.get("content") or "",
+            finish_reason=choice.get("finish_reason") or "",
+            model=payload.get("model") or model,
+            latency_ms=latency_ms,
+            usage=payload.get("usage") or {},
+            logprobs=(choice.get("logprobs") or {}).get("content"),
+            response_id=payload.get("id") or "",
+        )
+    except (KeyError, IndexError, TypeError, AttributeError) as error:
+        raise LLMError(f"unexpected response shape: {str(payload)[:300]}") from error
+
+
+def text_completion(
+    *,
+    base_url: str,
+    model: str,
+    prompt: str,
+    temperature: float = 0.0,
+    max_tokens: int = 1024,
+    timeout: float = 120.0,
+    api_key_env: str = "",
+    logprobs: int | None = None,
+    stop: list[str] | None = None,
+) -> Completion:
+    """POST {base_url}/completions (one prompt text, no chat template) and return the first choice.
+
+    For completion-mode recipes (e.g. Q-Pain's log-probabilities of the next token); same key rules, errors
+    and retry advice as chat_completion. `logprobs` is the number of top tokens per position (legacy API).
+    """
+    body: dict = {"model": model, "prompt": prompt, "temperature": temperature, "max_tokens": max_tokens}
+    if stop:
+        body["stop"] = list(stop)
+    if logprobs:
+        body["logprobs"] = logprobs
+    payload, latency_ms = _post(base_url, "/completions", body, timeout=timeout, api_key_env=api_key_env)
+    try:
+        choice = payload["choices"][0]
+        return Completion(
+            text=choice.get("text") or "",
+            finish_reason=choice.get("finish_reason") or "",
+            model=payload.get("model") or model,
+            latency_ms=latency_ms,
+            usage=payload.get("usage") or {},
+            logprobs=choice.get("logprobs"),
+            response_id=payload.get("id") or "",
+        )
+    except (KeyError, IndexError, TypeError, AttributeError) as error:
+        raise LLMError(f"unexpected response shape: {str(payload)[:300]}") from error
+
+
+def _post(base_url: str, path: str, body: dict, *, timeout: float, api_key_env: str) -> tuple[dict, int]:
+    """POST the JSON body to base_url + path: (the decoded answer, milliseconds); raises LLMError."""
+    url = base_url.rstrip("/") + path
     request = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST")
     request.add_header("Content-Type", "application/json")
     if api_key_env:
@@ -120,7 +181,7 @@ def chat_completion(
         if request.host.lower() != urlsplit(url).netloc.lower():
             raise KeyNotAllowed(f"{base_url!r} is not a URL an API key can be sent to")
         request.add_header("Authorization", f"Bearer {api_key_for(variable=api_key_env, url=url)}")
-    handlers = [_RefuseRedirects()]
+    handlers: list = [_RefuseRedirects()]
     if key_hosts.is_loopback(urlsplit(url).hostname or ""):
         handlers.append(urllib.request.ProxyHandler({}))  # a proxy cannot reach this machine's loopback
     start = time.monotonic()
@@ -150,21 +211,9 @@ def chat_completion(
     except (http.client.HTTPException, ConnectionError) as error:
         # The connection broke mid-answer (closed without a response, reset, truncated body).
         raise LLMError(f"the connection to {base_url} broke: {error!r}", retryable=True) from error
-    latency_ms = round((time.monotonic() - start) * 1000)
-    try:
-        choice = payload["choices"][0]
-        message = choice.get("message") or {}
-        return Completion(
-            text=message.get("content") or "",
-            finish_reason=choice.get("finish_reason") or "",
-            model=payload.get("model") or model,
-            latency_ms=latency_ms,
-            usage=payload.get("usage") or {},
-            logprobs=(choice.get("logprobs") or {}).get("content"),
-            response_id=payload.get("id") or "",
-        )
-    except (KeyError, IndexError, TypeError, AttributeError) as error:
-        raise LLMError(f"unexpected response shape: {str(payload)[:300]}") from error
+    if not isinstance(payload, dict):
+        raise LLMError(f"unexpected response shape: {str(payload)[:300]}")
+    return payload, round((time.monotonic() - start) * 1000)
 
 
 def _error_message(error: urllib.error.HTTPError) -> str:

@@ -1,6 +1,8 @@
-"""A stand-in OpenAI-compatible chat-completions server, to try answer generation without a model.
+"""A stand-in OpenAI-compatible server (chat completions and completions), to try generation without a model.
 
-It answers "Generated answer to: <prompt>" after a delay; a question containing REFUSE gets a refusal.
+It answers "Generated answer to: <prompt>" after a delay, a multiple-choice prompt (a line "### Options:
+A: ..., B: ...") with one of its letters chosen by a hash of the prompt; a question containing REFUSE gets a
+refusal.
 Usage: .venv/bin/python scripts/stand_in_llm.py [--port 8089] [--latency 0.2]
 Then add a model source with base URL http://127.0.0.1:8089/v1 (any model name).
 """

@@ -1,4 +1,8 @@
-"""A local HTTP server that speaks the OpenAI chat-completions protocol, for tests and benchmarks.
+"""A local HTTP server that speaks the OpenAI chat-completions and completions protocols, for tests and benchmarks.
+
+A multiple-choice prompt (a line "### Options: A: ..., B: ..." or "A: ..., B: ...") is answered with one of
+its letters, chosen by a hash of the prompt: deterministic, and spread over the letters, so scoring has
+letters to read (it does not know the correct one).
 
 Behaviour is configurable: latency, a number of failures with a given status before it answers, refusals
 (a question containing REFUSE gets finish_reason "content_filter" and no text), log-probabilities, and a
@@ -6,7 +10,9 @@ redirect of every request to another URL. Every request's method, path and heade
 (e.g. to see whether an Authorization header arrived). It listens on 127.0.0.1 only.
 """
 
+import hashlib
 import json
+import re
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -46,6 +52,9 @@ class FakeLLM:
         self._server.server_close()
 
     def answer_for(self, question: str) -> str:
+        letters = multiple_choice_letters(question)
+        if letters:
+            return letters[int(hashlib.sha256(question.encode()).hexdigest(), 16) % len(letters)]
         return f"Generated answer to: {question[:60]}"
 
     def _respond(self, body: dict) -> tuple[int, dict]:
@@ -58,14 +67,19 @@ class FakeLLM:
             time.sleep(self.latency)
         if failing:
             return self.failure_status, {"error": {"message": f"simulated failure ({self.failure_status})"}}
-        question = body["messages"][-1]["content"]
+        completions = "prompt" in body  # /completions: one prompt text, the answer in choices[0].text
+        question = body["prompt"] if completions else body["messages"][-1]["content"]
         refused = "REFUSE" in question
-        choice = {
-            "index": 0,
-            "message": {"role": "assistant", "content": "" if refused else self.answer_for(question)},
-            "finish_reason": "content_filter" if refused else "stop",
-        }
-        if body.get("logprobs"):
+        text = "" if refused else self.answer_for(question)
+        finish_reason = "content_filter" if refused else "stop"
+        if completions:
+            choice: dict = {"index": 0, "text": text, "finish_reason": finish_reason}
+            if body.get("logprobs"):
+                choice["logprobs"] = {"tokens": [text[:1]], "token_logprobs": [-0.1], "text_offset": [0],
+                                      "top_logprobs": [{text[:1] or "A": -0.1, "B": -2.4}]}  # fmt: skip
+        else:
+            choice = {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish_reason}
+        if body.get("logprobs") and not completions:
             choice["logprobs"] = {"content": [{"token": "Yes", "logprob": -0.1,
                                                "top_logprobs": [{"token": "Yes", "logprob": -0.1},
                                                                 {"token": "No", "logprob": -2.4}]}]}  # fmt: skip
@@ -89,7 +103,7 @@ class FakeLLM:
                     self.send_header("Content-Length", "0")
                     self.end_headers()
                     return
-                if not self.path.endswith("/chat/completions"):
+                if not self.path.endswith("/completions"):  # /chat/completions and /completions
                     self.send_error(404)
                     return
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
@@ -105,3 +119,18 @@ class FakeLLM:
                 pass
 
         return Handler
+
+
+# "### Options: A: x, B: y" (BiasMedQA's item template) or a line of options "A: x, B: y, ..."
+OPTIONS_START = re.compile(r"(?:### Options: )?[A-J]: ")
+OPTION_LETTER = re.compile(r"(?:^|, )([A-J]): ")
+
+
+def multiple_choice_letters(prompt: str) -> list[str]:
+    """The letters of the prompt's last line of options (in order), or [] when it has none."""
+    lines = [line for line in prompt.splitlines() if OPTIONS_START.match(line)]
+    if not lines:
+        return []
+    line = lines[-1].removeprefix("### Options: ")
+    letters = list(dict.fromkeys(OPTION_LETTER.findall(line)))
+    return letters if len(letters) >= 2 else []

@@ -7,7 +7,17 @@ from django.db import transaction
 from django.db.models import Count, Exists, Max, OuterRef, Q
 from django.utils import timezone
 
-from ..models import Answer, AnswerSource, Dataset, GenerationJob, GenerationLane, GenerationTask, settings_fingerprint
+from ..models import (
+    Answer,
+    AnswerSource,
+    Dataset,
+    GenerationJob,
+    GenerationLane,
+    GenerationTask,
+    PromptRecipe,
+    settings_fingerprint,
+)  # fmt: skip
+from ..recipes import REFERENCE_LEVEL
 from . import lanes
 
 
@@ -26,13 +36,46 @@ def check_source(source: AnswerSource) -> None:
         raise GenerationRefused(f"{source.name} has no endpoint: set its base URL first.")
 
 
-def start_job(*, dataset: Dataset, source: AnswerSource, user=None) -> GenerationJob:
-    """Create a job with one task per question lacking an answer with the source's current settings.
+# What a recipe decides instead of the source: its settings replace these of the source's.
+RECIPE_REPLACES = ("prompt_template", "system_prompt", "temperature", "max_tokens", "logprobs", "top_logprobs")
+
+
+def job_parameters(source: AnswerSource, recipe: PromptRecipe | None = None) -> dict:
+    """The settings a job freezes: the source's, or with a recipe (a condition) the source's model and the
+    recipe's settings, `condition` included, so each condition's answers have their own settings hash."""
+    parameters = source.generation_settings()
+    if recipe is None:
+        return parameters
+    kept = {key: value for key, value in parameters.items() if key not in RECIPE_REPLACES}
+    return {**kept, **recipe.settings()}
+
+
+def questions_at(dataset: Dataset, levels: dict | None):
+    """The dataset's questions at these factor levels; the reference level `none` also matches a question
+    that lacks the factor."""
+    questions = dataset.questions.all()
+    for factor, level in (levels or {}).items():
+        at_level = Q(**{f"levels__{factor}": level})
+        if level == REFERENCE_LEVEL:
+            at_level |= ~Q(levels__has_key=factor)
+        questions = questions.filter(at_level)
+    return questions
+
+
+def start_job(
+    *, dataset: Dataset, source: AnswerSource, recipe: PromptRecipe | None = None, levels: dict | None = None,
+    user=None,
+) -> GenerationJob:  # fmt: skip
+    """Create a job with one task per question lacking an answer with these settings.
 
     Questions already answered with these settings are counted, not asked again, so a re-run adds nothing.
+    With a recipe the job runs that condition; with levels, only the dataset's questions at those levels.
     """
     check_source(source)
-    parameters = source.generation_settings()
+    levels = dict(levels or {})
+    if not all(isinstance(key, str) and isinstance(value, str) for key, value in levels.items()):
+        raise GenerationRefused('Levels name a factor and a level, e.g. {"bias": "recency"}.')
+    parameters = job_parameters(source, recipe)
     settings_hash = settings_fingerprint(parameters)
     with transaction.atomic():
         # Two coordinators starting the same job at once: the second waits here, then sees the first.
@@ -41,18 +84,23 @@ def start_job(*, dataset: Dataset, source: AnswerSource, user=None) -> Generatio
             dataset=dataset,
             source=source,
             settings_hash=settings_hash,
+            levels=levels,
             status__in=[GenerationJob.Status.QUEUED, GenerationJob.Status.RUNNING],
         ).first()
         if running is not None:
             raise GenerationRefused(f"Job {running.id} is already generating these answers.", job=running)
         answered = Answer.objects.filter(question=OuterRef("pk"), source=source, settings_hash=settings_hash)
-        questions = dataset.questions.annotate(answered=Exists(answered))
+        questions = questions_at(dataset, levels).annotate(answered=Exists(answered))
         to_ask = list(questions.filter(answered=False).values_list("id", flat=True))
+        if recipe is not None and to_ask:
+            _check_recipe_renders(recipe, source, to_ask[0])
         job = GenerationJob.objects.create(
             dataset=dataset,
             source=source,
             parameters=parameters,
             settings_hash=settings_hash,
+            recipe=recipe,
+            levels=levels,
             already_present=questions.filter(answered=True).count(),
             created_by=user,
         )
@@ -66,6 +114,17 @@ def start_job(*, dataset: Dataset, source: AnswerSource, user=None) -> Generatio
         else:
             transaction.on_commit(lambda: lanes.dispatch_lanes(source))
     return job
+
+
+def _check_recipe_renders(recipe: PromptRecipe, source: AnswerSource, question_id: int) -> None:
+    """Refuse a recipe that cannot render the job's questions (no pool, a missing field) before any task."""
+    from ..models import Question
+    from ..recipes import RecipeError, build_request
+
+    try:
+        build_request(recipe, Question.objects.get(pk=question_id), model=source.model_name)
+    except RecipeError as error:
+        raise GenerationRefused(f"The recipe {recipe.name!r} cannot render these questions: {error}") from None
 
 
 def retry_failed(job: GenerationJob) -> int:

@@ -9,8 +9,9 @@ from django.db import IntegrityError, transaction
 from django.db.models import Exists, Min, OuterRef, Q
 from django.utils import timezone
 
-from ..llm_client import Completion, LLMError, build_messages, chat_completion
-from ..models import Answer, AnswerSource, GenerationJob, GenerationTask
+from ..llm_client import Completion, LLMError, build_messages, chat_completion, text_completion
+from ..models import Answer, AnswerSource, GenerationJob, GenerationTask, PromptRecipe
+from ..recipes import RecipeError, build_request
 
 logger = logging.getLogger(__name__)
 
@@ -85,6 +86,8 @@ def seconds_until_due(source: AnswerSource) -> float | None:
 
 def execute_task(task: GenerationTask, source: AnswerSource) -> GenerationTask.Status:
     """Ask the model for one claimed question and record the outcome."""
+    if task.job.recipe_id is not None:
+        return _execute_recipe_task(task, source)
     parameters = task.job.parameters
     messages = build_messages(
         question=task.question.text,
@@ -112,8 +115,51 @@ def execute_task(task: GenerationTask, source: AnswerSource) -> GenerationTask.S
     return GenerationTask.Status.DONE
 
 
-def store_answer(task: GenerationTask, source: AnswerSource, completion: Completion, messages: list[dict]) -> Answer:
-    """Keep the answer exactly once: a second worker answering the same question finds the first answer."""
+def _execute_recipe_task(task: GenerationTask, source: AnswerSource) -> GenerationTask.Status:
+    """A condition's question: the recipe renders the exact body, which is sent as is and stored."""
+    job = task.job
+    parameters = job.parameters
+    try:
+        recipe = PromptRecipe.objects.select_related("examples_pool").get(pk=job.recipe_id)
+        current = recipe.settings()
+        if any(parameters.get(key) != value for key, value in current.items()):
+            # The job froze the recipe's settings; sending the edited recipe would store answers whose
+            # parameters do not say how they were asked.
+            raise LLMError(f"the recipe {recipe.name!r} was edited after job {job.id} started: start a new job")
+        request = build_request(recipe, task.question, model=parameters["model"])
+        body = request.body
+        common = {
+            "base_url": source.base_url, "model": body["model"], "temperature": body["temperature"],
+            "max_tokens": body["max_tokens"], "timeout": source.request_timeout_seconds,
+            "api_key_env": source.api_key_env, "stop": body.get("stop"),
+        }  # fmt: skip
+        if request.mode == PromptRecipe.Mode.COMPLETION:
+            completion = text_completion(prompt=body["prompt"], logprobs=body.get("logprobs"), **common)
+        else:
+            completion = chat_completion(
+                messages=body["messages"], logprobs=bool(body.get("logprobs")), top_logprobs=body.get("top_logprobs"),
+                **common,
+            )  # fmt: skip
+    except RecipeError as error:
+        return record_failure(task, LLMError(f"the recipe cannot render this question: {error}"))
+    except LLMError as error:
+        return record_failure(task, error)
+    except Exception as error:  # as above: recorded, and the lane goes on
+        logger.exception("generation task %s: unexpected error", task.id)
+        return record_failure(task, LLMError(f"unexpected error: {error!r}"))
+    store_answer(task, source, completion, body.get("messages") or [], prompt=request.prompt, request=body,
+                 examples=request.examples)  # fmt: skip
+    return GenerationTask.Status.DONE
+
+
+def store_answer(
+    task: GenerationTask, source: AnswerSource, completion: Completion, messages: list[dict], *,
+    prompt: str | None = None, request: dict | None = None, examples: tuple[str, ...] = (),
+) -> Answer:  # fmt: skip
+    """Keep the answer exactly once: a second worker answering the same question finds the first answer.
+
+    A recipe's answer keeps the exact request body sent (`response_metadata["request"]`) and the prompt text.
+    """
     job = task.job
     metadata = {
         "response_id": completion.response_id,
@@ -124,12 +170,16 @@ def store_answer(task: GenerationTask, source: AnswerSource, completion: Complet
         "generation_job": job.id,
         "attempt": task.attempts,
     }
+    if request is not None:
+        metadata["request"] = request
+        if examples:
+            metadata["examples"] = list(examples)
     if completion.logprobs is not None:
         metadata["logprobs"] = completion.logprobs
     fields = {
         "text": completion.text,
         "model_name": completion.model,
-        "prompt": messages[-1]["content"],
+        "prompt": prompt if prompt is not None else messages[-1]["content"],
         "parameters": job.parameters,
         "response_metadata": metadata,
         "generated_at": timezone.now(),
