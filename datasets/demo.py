@@ -23,8 +23,8 @@ from .importers import ImportReport
 from .importers.answers import AnswerOptions
 from .importers.questions import MEDQA_DATASET, QuestionOptions
 from .models import Answer, AnswerSource, Dataset
-from .recipes import ensure_biasmedqa_recipes
 from .services import import_answers, import_questions
+from .variants.biasmedqa_recipes import ensure_biasmedqa_recipes
 
 DEMO_DATA = Path(__file__).resolve().parent / "demo_data"
 
