@@ -158,6 +158,7 @@ def test_a_job_started_under_a_recipe_sends_its_requests_for_the_chosen_levels(
     job = GenerationJob.objects.get()
     assert response.json()["id"] == job.pk and response.json()["progress"]["total"] == 3
     assert job.recipe == recipe and job.levels == {"bias": "cultural"}
+    assert (response.json()["recipe"], response.json()["levels"]) == (recipe.pk, {"bias": "cultural"})
     assert all(body["messages"][-1]["content"].startswith(biasmedqa.INSTRUCTION) for body in server.requests)
     assert Answer.objects.filter(source=source, question__levels__bias="cultural").count() == 3
     assert not Answer.objects.filter(question__levels__bias="recency").exists()

@@ -239,6 +239,9 @@ def test_a_job_started_from_the_recipe_asks_only_the_chosen_level_with_the_recip
     assert job.recipe == recipe and job.levels == {"bias": "recency"} and job.created_by == coordinator
     answers = Answer.objects.filter(source=source).select_related("question")
     assert sorted(a.question.external_id for a in answers) == ["0-recency", "1-recency", "2-recency", "3-recency"]
+    job_page = client.get(response["Location"])
+    assert reverse("datasets:recipe", args=[recipe.pk]).encode() in job_page.content
+    assert b"<code>bias=recency</code>" in job_page.content
     sent = {body["messages"][-1]["content"] for body in server.requests}
     assert all(biasmedqa.EDUCATION["recency"] in prompt for prompt in sent) and len(sent) == 4
 
