@@ -183,6 +183,8 @@ class LevelsField(forms.CharField):
 class RecipeJobForm(forms.Form):
     """A condition: the recipe's source x dataset, optionally only the questions at some factor levels."""
 
+    prefix = "job"  # beside the preview form on the recipe's page, which also has a dataset and a source
+
     source = forms.ModelChoiceField(queryset=generating_sources(), label="Model source")
     dataset = forms.ModelChoiceField(queryset=Dataset.objects.order_by("name"))
     levels = LevelsField(

@@ -88,7 +88,7 @@ def test_raters_and_analysts_get_403(client, physician, recipe, medqa, role):
     assert client.post(reverse("datasets:recipe_create"), form_data()).status_code == 403
     source = AnswerSourceFactory(base_url="http://127.0.0.1:9/v1")
     generate = reverse("datasets:recipe_generate", args=[recipe.pk])
-    assert client.post(generate, {"source": source.pk, "dataset": medqa.pk}).status_code == 403
+    assert client.post(generate, {"job-source": source.pk, "job-dataset": medqa.pk}).status_code == 403
     assert PromptRecipe.objects.count() == 1 and not GenerationJob.objects.exists()
 
 
@@ -231,7 +231,7 @@ def test_a_job_started_from_the_recipe_asks_only_the_chosen_level_with_the_recip
         with django_capture_on_commit_callbacks(execute=True):
             response = client.post(
                 reverse("datasets:recipe_generate", args=[recipe.pk]),
-                {"source": source.pk, "dataset": variants_set.pk, "levels": "bias=recency"},
+                {"job-source": source.pk, "job-dataset": variants_set.pk, "job-levels": "bias=recency"},
             )
 
     job = GenerationJob.objects.get()
@@ -251,10 +251,11 @@ def test_a_wrong_levels_filter_or_a_missing_source_is_a_form_error(client, coord
     generate = reverse("datasets:recipe_generate", args=[recipe.pk])
     source = AnswerSourceFactory(base_url="http://127.0.0.1:9/v1")
 
-    wrong = client.post(generate, {"source": source.pk, "dataset": variants_set.pk, "levels": "bias recency"})
+    data = {"job-source": source.pk, "job-dataset": variants_set.pk, "job-levels": "bias recency"}
+    wrong = client.post(generate, data)
     assert wrong.status_code == 400
     assert "'bias recency' is not factor=level" in wrong.context["job_form"].errors["levels"][0]
-    missing = client.post(generate, {"dataset": variants_set.pk})
+    missing = client.post(generate, {"job-dataset": variants_set.pk})
     assert missing.status_code == 400 and "source" in missing.context["job_form"].errors
     assert b"No job was started" in missing.content
     assert not GenerationJob.objects.exists()
