@@ -7,6 +7,7 @@ from rest_framework.settings import api_settings
 
 from config.signin import TokenView
 from datasets import api as datasets_api
+from datasets import design_api
 from studies import api as studies_api
 
 app_name = "api"
@@ -21,6 +22,8 @@ router.register("pairs", datasets_api.PairViewSet, basename="pair")
 router.register("answer-sources", datasets_api.AnswerSourceViewSet, basename="answer-source")
 router.register("answers", datasets_api.AnswerViewSet, basename="answer")
 router.register("generation-jobs", datasets_api.GenerationJobViewSet, basename="generation-job")
+router.register("recipes", design_api.PromptRecipeViewSet, basename="recipe")
+router.register("variant-runs", design_api.VariantRunViewSet, basename="variant-run")
 router.register("studies", studies_api.StudyViewSet, basename="study")
 router.register("assignments", studies_api.AssignmentViewSet, basename="assignment")
 router.register("ratings", studies_api.RatingViewSet, basename="rating")

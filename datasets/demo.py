@@ -1,4 +1,5 @@
-"""Demo content: real Q-Pain answers, EquityMedQA samples and one login per role.
+"""Demo content: real Q-Pain answers, EquityMedQA samples, MedQA with the BiasMedQA recipes and a stand-in model,
+and one login per role.
 
 The data comes from the committed files in `datasets/demo_data/` (provenance in its SOURCE.md) and goes
 through the same importers as a coordinator's uploads, so the demo exercises them and stays idempotent
@@ -20,9 +21,10 @@ from raters.roles import ANALYST, COORDINATOR, sync_role_groups
 
 from .importers import ImportReport
 from .importers.answers import AnswerOptions
-from .importers.questions import QuestionOptions
+from .importers.questions import MEDQA_DATASET, QuestionOptions
 from .models import Answer, AnswerSource, Dataset
 from .services import import_answers, import_questions
+from .variants.biasmedqa_recipes import ensure_biasmedqa_recipes
 
 DEMO_DATA = Path(__file__).resolve().parent / "demo_data"
 
@@ -34,7 +36,18 @@ QPAIN_SOURCE = (
     "(doi:10.13026/2tdv-hj07; Goldberger et al., Circulation 2000). deepseek-32k outputs: "
     "github.com/GiovanniBonadeo/Q_pain_analysis @ ed75253d. Derivation: datasets/demo_data/SOURCE.md."
 )
+MEDQA_SOURCE = (
+    "MedQA (Jin et al., 'What Disease does this Patient Have?', Applied Sciences 2021; arXiv:2009.13081), "
+    "github.com/jind11/MedQA, MIT; the USMLE test split as BiasMedQA (Schmidgall et al., arXiv:2402.08113) "
+    "copied it. Derivation: datasets/demo_data/SOURCE.md."
+)
 DATASET_DETAILS = {
+    MEDQA_DATASET: {
+        "description": "The MedQA-USMLE test split (1,273 questions, 5 options each): the base questions of "
+        "BiasMedQA. Make its bias variants on the Variant runs page.",
+        "licence": "MIT",
+        "source": MEDQA_SOURCE,
+    },
     QPAIN_DEMO: {
         "description": "Demo: 6 Q-Pain vignettes (2 each from acute cancer, acute non-cancer and chronic non-cancer "
         "pain), each filled for the 8 race x gender profiles of the Q-Pain notebook, with 4 counterfactual "
@@ -77,6 +90,7 @@ CLINICIAN_ANSWERS = AnswerOptions(
     dataset=QPAIN_DEMO,
     provenance_note=CLINICIAN_NOTE,
 )
+MEDQA_QUESTIONS = QuestionOptions(dataset=MEDQA_DATASET, format="medqa")
 # The VOak222 samples as copied: single questions and pairs side by side, each row naming its EquityMedQA set.
 EQUITYMEDQA_SAMPLE = QuestionOptions(
     format="table",
@@ -93,7 +107,24 @@ DEMO_IMPORTS: list[tuple[str, QuestionOptions | AnswerOptions]] = [
     ("qpain_demo_answers_reference.jsonl", CLINICIAN_ANSWERS),
     ("equitymedqa_fairness_sample.csv", EQUITYMEDQA_SAMPLE),
     ("equitymedqa_paired_sample.csv", EQUITYMEDQA_SAMPLE),
+    ("medqa_usmle_test.jsonl", MEDQA_QUESTIONS),
 ]
+
+# The stand-in model server `scripts/demo.sh` starts beside the web server (scripts/stand_in_llm.py): a model
+# source a coordinator can run generation jobs against without a key or a model.
+STAND_IN = "Stand-in model (demo)"
+STAND_IN_PORT = 8089
+STAND_IN_DETAILS = {
+    "kind": AnswerSource.Kind.MODEL,
+    "model_name": "stand-in",
+    "base_url": f"http://127.0.0.1:{STAND_IN_PORT}/v1",
+    "description": "Not a model: scripts/stand_in_llm.py, started by scripts/demo.sh, answers every request at "
+    "once (a multiple-choice prompt with a letter). For trying generation jobs and the analysis end to end; its "
+    "answers are not findings.",
+    "max_tokens": 16,
+    "concurrency": 4,
+    "request_timeout_seconds": 10,
+}
 
 # (role, username): a role is a group (coordinator, analyst) or a built-in rater pool slug.
 DEMO_USERS = [
@@ -154,6 +185,8 @@ def load_demo_data(*, data_dir: Path = DEMO_DATA) -> list[ImportReport]:
         Dataset.objects.filter(name=name, source="").update(**details)
     for name, description in SOURCE_DESCRIPTIONS.items():
         AnswerSource.objects.filter(name=name, description="").update(description=description)
+    AnswerSource.objects.get_or_create(name=STAND_IN, defaults=STAND_IN_DETAILS)
+    ensure_biasmedqa_recipes()
     return reports
 
 

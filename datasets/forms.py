@@ -1,8 +1,10 @@
 from django import forms
 from django.conf import settings
 
+from . import recipe_pages, recipes
+from . import variant_pages as variant_registry
 from .importers.questions import FORMATS
-from .models import AnswerSource, Dataset
+from .models import AnswerSource, Dataset, PromptRecipe
 
 
 class UploadForm(forms.Form):
@@ -75,3 +77,155 @@ class GenerationForm(forms.Form):
         label="Model source",
         help_text="Its current settings are frozen into the job; questions already answered with them are skipped.",
     )
+
+
+# --- Prompt recipes and variant runs -------------------------------------------------------------
+
+RECIPE_JSON_FIELDS = ("level_texts", "examples", "condition", "stop")
+
+
+class RecipeJSONField(forms.JSONField):
+    """A recipe's JSON setting typed in a textarea: invalid JSON says where, and the shape is checked."""
+
+    default_error_messages = {"invalid": 'This is not valid JSON: check quotes ("), commas and brackets.'}
+
+    def __init__(self, *, name: str, **kwargs):
+        self.setting = name
+        super().__init__(**kwargs)
+
+    def to_python(self, value):
+        if value in self.empty_values:
+            return [] if self.setting in {"examples", "stop"} else {}
+        return super().to_python(value)
+
+    def validate(self, value):
+        super().validate(value)
+        if problem := recipe_pages.json_field_problem(self.setting, value):
+            raise forms.ValidationError(problem)
+
+
+class PromptRecipeForm(forms.ModelForm):
+    """Every setting of a recipe; on save the templates are rendered against a sample question."""
+
+    class Meta:
+        model = PromptRecipe
+        fields = ["name", "description", "mode", "system_prompt", "instruction", "level_factor", "level_texts",
+                  "item_template", "options_format", "options_separator", "examples", "examples_pool",
+                  "examples_match_factor", "examples_seed", "examples_footer", "condition", "stop", "logprobs",
+                  "top_logprobs", "max_tokens", "temperature"]  # fmt: skip
+        widgets = {
+            "description": forms.Textarea(attrs={"rows": 2}),
+            "system_prompt": forms.Textarea(attrs={"rows": 2}),
+            "instruction": forms.Textarea(attrs={"rows": 4}),
+            "item_template": forms.Textarea(attrs={"rows": 3}),
+            "examples_footer": forms.Textarea(attrs={"rows": 2}),
+        }
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        for name in RECIPE_JSON_FIELDS:
+            model_field = PromptRecipe._meta.get_field(name)
+            self.fields[name] = RecipeJSONField(
+                name=name,
+                required=False,
+                help_text=model_field.help_text,
+                widget=forms.Textarea(attrs={"rows": 6 if name in {"level_texts", "examples"} else 2}),
+            )
+        self.fields["examples_pool"].queryset = Dataset.objects.order_by("name")
+        self.fields["max_tokens"].min_value = 1
+        # A recipe's text is sent as typed: no stripping of the spaces a template may end with.
+        for name in ("instruction", "item_template", "options_format", "options_separator", "examples_footer",
+                     "system_prompt"):  # fmt: skip
+            self.fields[name].strip = False
+
+    def _post_clean(self):
+        super()._post_clean()
+        if self.errors:
+            return
+        try:
+            recipe_pages.check_recipe(self.instance)
+        except recipes.RecipeError as error:
+            self.add_error(recipe_pages.error_field(error), str(error))
+
+
+class RecipePreviewForm(forms.Form):
+    """Which question to preview (GET: nothing is sent anywhere)."""
+
+    dataset = forms.ModelChoiceField(queryset=Dataset.objects.order_by("name"))
+    external_id = forms.CharField(
+        required=False, max_length=200, label="Question id", help_text="Empty: the dataset's first question."
+    )
+    source = forms.ModelChoiceField(
+        queryset=generating_sources(),
+        required=False,
+        label="Model source",
+        help_text="Its model name goes in the request body.",
+    )
+
+    def clean(self):
+        data = super().clean()
+        if data.get("dataset") is not None:
+            question = recipe_pages.find_question(data["dataset"], data.get("external_id", ""))
+            if question is None:
+                self.add_error("external_id", "The dataset has no question with this id.")
+            data["question"] = question
+        return data
+
+
+class LevelsField(forms.CharField):
+    def to_python(self, value):
+        try:
+            return recipe_pages.parse_levels(super().to_python(value))
+        except recipe_pages.LevelsError as error:
+            raise forms.ValidationError(str(error)) from None
+
+
+class RecipeJobForm(forms.Form):
+    """A condition: the recipe's source x dataset, optionally only the questions at some factor levels."""
+
+    prefix = "job"  # beside the preview form on the recipe's page, which also has a dataset and a source
+
+    source = forms.ModelChoiceField(queryset=generating_sources(), label="Model source")
+    dataset = forms.ModelChoiceField(queryset=Dataset.objects.order_by("name"))
+    levels = LevelsField(
+        required=False,
+        max_length=500,
+        label="Only questions at these levels",
+        help_text="factor=level, separated by commas, e.g. bias=recency. Empty: every question of the dataset.",
+    )
+
+
+class VariantRunForm(forms.Form):
+    generator = forms.ChoiceField(choices=[])
+    base_dataset = forms.ModelChoiceField(queryset=Dataset.objects.order_by("name"), label="Base dataset")
+    seed = forms.IntegerField(initial=0, help_text="Same generator, version and seed: the same variants.")
+    biases = forms.MultipleChoiceField(
+        choices=[], widget=forms.CheckboxSelectMultiple, required=False, label="Levels (biases)",
+        help_text="Empty: the generator's default levels (BiasMedQA: the 7 biases, not the _v2 ones).",
+    )  # fmt: skip
+    limit = forms.IntegerField(
+        required=False, min_value=1, help_text="Only the first N base questions (a small trial). Empty: all."
+    )
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["generator"].choices = variant_registry.generator_choices()
+        self.fields["biases"].choices = variant_registry.level_choices()
+
+    def clean(self):
+        data = super().clean()
+        generator = data.get("generator")
+        if generator and data.get("biases"):
+            unknown = sorted(set(data["biases"]) - set(variant_registry.levels_of(generator)))
+            if unknown:
+                self.add_error("biases", f"The generator {generator} has no level {', '.join(unknown)}.")
+        return data
+
+    def run_options(self) -> dict:
+        data = self.cleaned_data
+        options: dict = {}
+        if data.get("biases"):
+            options["biases"] = list(data["biases"])
+        if data.get("limit"):
+            options["limit"] = data["limit"]
+        return options

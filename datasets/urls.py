@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import views
+from . import design_views, views
 
 app_name = "datasets"
 
@@ -17,4 +17,12 @@ urlpatterns = [
     path("generation/<int:pk>/retry-failed/", views.generation_retry, name="generation_retry"),
     path("generation/<int:pk>/cancel/", views.generation_cancel, name="generation_cancel"),
     path("generation/<int:pk>/resume/", views.generation_resume, name="generation_resume"),
+    path("recipes/", design_views.recipe_list, name="recipes"),
+    path("recipes/new/", design_views.recipe_create, name="recipe_create"),
+    path("recipes/<int:pk>/", design_views.recipe_detail, name="recipe"),
+    path("recipes/<int:pk>/edit/", design_views.recipe_edit, name="recipe_edit"),
+    path("recipes/<int:pk>/generate/", design_views.recipe_generate, name="recipe_generate"),
+    path("variants/", design_views.variant_run_list, name="variant_runs"),
+    path("variants/new/", design_views.variant_run_create, name="variant_run_create"),
+    path("variants/<int:pk>/", design_views.variant_run_detail, name="variant_run"),
 ]

@@ -117,7 +117,7 @@ def generate(request):
 @require_GET
 @study_team_required
 def generation_job(request, pk):
-    job = get_object_or_404(GenerationJob.objects.select_related("dataset", "source", "created_by"), pk=pk)
+    job = get_object_or_404(GenerationJob.objects.select_related("dataset", "source", "created_by", "recipe"), pk=pk)
     progress = jobs.job_progress(job)
     context = {
         "job": job,

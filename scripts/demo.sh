@@ -20,9 +20,12 @@ mkdir -p var
 .venv/bin/celery -A config worker --pool threads --concurrency 8 --loglevel WARNING \
   --without-gossip --without-mingle >var/demo-worker.log 2>&1 &
 worker=$!
-trap 'kill "$worker" 2>/dev/null || true' EXIT INT TERM
+# The stand-in model the demo's source "Stand-in model (demo)" asks (datasets/demo.py): no key, no model.
+.venv/bin/python scripts/stand_in_llm.py --port 8089 --latency 0.05 >var/demo-stand-in.log 2>&1 &
+stand_in=$!
+trap 'kill "$worker" "$stand_in" 2>/dev/null || true' EXIT INT TERM
 
 echo
-echo "Celery worker started (log: var/demo-worker.log)."
+echo "Celery worker started (log: var/demo-worker.log); stand-in model at http://127.0.0.1:8089/v1."
 echo "EquityRate is starting at http://$address/  (Ctrl-C to stop)"
 .venv/bin/python manage.py runserver "$address"

@@ -29,6 +29,8 @@ INPUTS = {
     "qpain/model_outputs/deepseek-32k_qpain_outputs.jsonl": (
         "ef368d3150462420205a037a6b13007ba53ed18444b104f3e8ff251c3446e34a"
     ),
+    # MedQA-USMLE test split (MIT), as BiasMedQA copied it from jind11/MedQA.
+    "biasmedqa/questions/test.jsonl": "cfa75cbcc53c29b023752b0a395ff49d8202121041392735ae44771a5ec734a3",
     "equitymedqa/voak222_equitymedqa_fairness_review_sample.csv": (
         "1ebd3d543e5694d4ff1c40a57a7cff3811f07a652c79827a6de8c9c10cf2a8df"
     ),
@@ -61,6 +63,7 @@ COPIED = {
     "equitymedqa/voak222_equitymedqa_fairness_review_sample.csv": "equitymedqa_fairness_sample.csv",
     "equitymedqa/voak222_equitymedqa_paired_prompt_review_sample.csv": "equitymedqa_paired_sample.csv",
     "qpain/LICENSE.txt": "LICENSE-CC-BY-SA-4.0.txt",
+    "biasmedqa/questions/test.jsonl": "medqa_usmle_test.jsonl",
 }
 
 

@@ -12,8 +12,9 @@ from django.contrib.auth.models import Group
 from django.core.management import call_command
 from django.test import Client
 
-from datasets.demo import CLINICIAN_REFERENCE, DEEPSEEK, DEMO_DATA, QPAIN_DEMO
-from datasets.models import Answer, AnswerSource, CounterfactualPair, Dataset, Question
+from datasets.demo import CLINICIAN_REFERENCE, DEEPSEEK, DEMO_DATA, QPAIN_DEMO, STAND_IN
+from datasets.importers.questions import MEDQA_DATASET
+from datasets.models import Answer, AnswerSource, CounterfactualPair, Dataset, PromptRecipe, Question
 from raters.models import RaterProfile
 from tests.conftest import REPO
 
@@ -37,7 +38,8 @@ def run_seed_demo() -> tuple[list[tuple[str, str, str]], str]:
 
 
 def row_counts() -> dict[str, int]:
-    models = [Dataset, Question, CounterfactualPair, AnswerSource, Answer, get_user_model(), RaterProfile, Group]
+    models = [Dataset, Question, CounterfactualPair, AnswerSource, Answer, PromptRecipe, get_user_model(),
+              RaterProfile, Group]  # fmt: skip
     return {model.__name__: model.objects.count() for model in models}
 
 
@@ -105,7 +107,8 @@ def test_summary_counts_the_demo_datasets():
     _, output = run_seed_demo()
 
     assert f"dataset '{QPAIN_DEMO}': 48 questions, 24 pairs, 96 answers" in output
-    assert "Demo ready: 8 datasets, 128 questions, 50 pairs, 96 answers, 9 logins." in output
+    assert f"dataset '{MEDQA_DATASET}': 1273 questions, 0 pairs, 0 answers" in output
+    assert "Demo ready: 9 datasets, 1401 questions, 50 pairs, 96 answers, 9 logins." in output
 
 
 def test_every_qpain_demo_question_has_one_answer_from_each_of_the_two_sources():
@@ -190,3 +193,26 @@ def test_committed_demo_data_is_what_the_script_derives(shared_datasets, tmp_pat
     assert derived
     for name in derived:
         assert (tmp_path / name).read_bytes() == (DEMO_DATA / name).read_bytes(), name
+
+
+def test_medqa_the_biasmedqa_recipes_and_the_stand_in_source_are_there_for_the_walkthrough():
+    run_seed_demo()
+
+    medqa = Dataset.objects.get(name=MEDQA_DATASET)
+    assert medqa.licence == "MIT" and "jind11/MedQA" in medqa.source
+    questions = medqa.questions.order_by("id")
+    assert questions.count() == 1273
+    first = questions.first()
+    assert (first.external_id, first.metadata["qid"], first.metadata["answer_idx"]) == ("0", 0, "C")
+    assert sorted(first.metadata["options"]) == ["A", "B", "C", "D", "E"]
+    # Only MedQA's own questions: no BiasMedQA injection, variant or released response is bundled.
+    assert not Question.objects.filter(metadata__has_key="bias_type").exists()
+    assert not Question.objects.exclude(levels={}).exists()
+    assert not Answer.objects.filter(question__dataset=medqa).exists()
+    assert not Dataset.objects.filter(name__icontains="biasmedqa").exists()
+
+    names = set(PromptRecipe.objects.values_list("name", flat=True))
+    assert {"BiasMedQA: no mitigation", "BiasMedQA: education", "BiasMedQA: one-shot", "BiasMedQA: few-shot"} <= names
+    stand_in = AnswerSource.objects.get(name=STAND_IN)
+    assert (stand_in.kind, stand_in.base_url, stand_in.api_key_env) == ("model", "http://127.0.0.1:8089/v1", "")
+    assert "scripts/stand_in_llm.py" in (REPO / "scripts" / "demo.sh").read_text()
