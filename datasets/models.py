@@ -428,7 +428,7 @@ class PromptRecipe(models.Model):
     examples = models.JSONField(
         default=list, blank=True,
         help_text='Worked examples before the question: [{"header": {"none": "...", "*": "..."}, "answer": '
-        '"bias_answer_idx" | "answer_idx"}], each drawn from the pool by the seeded rule.',
+        '"wrong" | "correct"}], each drawn from the pool by the seeded rule.',
     )  # fmt: skip
     examples_pool = models.ForeignKey(
         Dataset, null=True, blank=True, on_delete=models.PROTECT, related_name="+",

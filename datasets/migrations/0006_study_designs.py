@@ -43,7 +43,7 @@ class Migration(migrations.Migration):
                 ('item_template', models.TextField(default='{question}', help_text='The question block: {question}, {options} and any metadata field of the question (e.g. {answer_idx}).')),
                 ('options_format', models.CharField(default='{letter}: {text}', max_length=200)),
                 ('options_separator', models.CharField(default=', ', max_length=20)),
-                ('examples', models.JSONField(blank=True, default=list, help_text='Worked examples before the question: [{"header": {"none": "...", "*": "..."}, "answer": "bias_answer_idx" | "answer_idx"}], each drawn from the pool by the seeded rule.')),
+                ('examples', models.JSONField(blank=True, default=list, help_text='Worked examples before the question: [{"header": {"none": "...", "*": "..."}, "answer": "wrong" | "correct"}], each drawn from the pool by the seeded rule.')),
                 ('examples_match_factor', models.CharField(blank=True, help_text='Examples carry the same level of this factor as the question.', max_length=100)),
                 ('examples_seed', models.IntegerField(default=0)),
                 ('examples_footer', models.TextField(blank=True, help_text='Between the examples and the question.')),
