@@ -4,7 +4,7 @@ from .models import VariantRun
 from .variants import GENERATORS, biasmedqa
 
 # The levels a coordinator may tick, per generator (the registry's generators do not list them).
-LEVELS = {biasmedqa.NAME: tuple(biasmedqa.SENTENCES)}
+LEVELS = {biasmedqa.NAME: (*biasmedqa.SENTENCES, biasmedqa.UNBIASED)}
 
 
 def generator_choices() -> list[tuple[str, str]]:

@@ -14,6 +14,7 @@ VERSION = 1
 FACTOR = "bias"
 BIASES = ("self_diagnosis", "recency", "confirmation", "frequency", "cultural", "status_quo", "false_consensus")
 V2_BIASES = ("confirmation_v2", "false_consensus_v2")
+UNBIASED = "none"  # the factor's reference level: the base question as it is
 AFTER_FIRST_SENTENCE = "after_first_sentence"
 APPENDED = "appended"
 
@@ -161,7 +162,8 @@ def letters_from_jsonl(lines) -> dict[str, str]:
 
 
 def check_options(options: dict) -> dict:
-    """Options: `biases` (default the 7; the _v2 ones allowed), `limit` (the first N base questions by id),
+    """Options: `biases` (default the 7; the _v2 ones and `none`, an unbiased copy, allowed), `limit` (the first
+    N base questions by id),
     `letters` ({"{qid}-{bias}": letter}; else the seeded draw), `letters_source` (where they came from, for
     the dataset's name), `dataset` (the target dataset's name)."""
     options = dict(options or {})
@@ -171,7 +173,7 @@ def check_options(options: dict) -> dict:
     biases = options.get("biases") or list(BIASES)
     if isinstance(biases, str) or not all(isinstance(bias, str) for bias in biases):
         raise VariantOptionsError("biases must be a list of bias names")
-    wrong = [bias for bias in biases if bias not in SENTENCES]
+    wrong = [bias for bias in biases if bias not in SENTENCES and bias != UNBIASED]
     if wrong:
         raise VariantOptionsError(f"unknown bias {', '.join(wrong)}; known: {', '.join(SENTENCES)}")
     if len(set(biases)) != len(biases):
@@ -201,6 +203,23 @@ def variants(base: BaseQuestion, seed: int, options: dict):
     qid = metadata.get("qid", base.external_id)
     letters = options.get("letters")
     for bias in options["biases"]:
+        if bias == UNBIASED:
+            # The unbiased condition beside the biased ones, so one job over the variants covers every level.
+            yield VariantSpec(
+                external_id=f"{base.external_id}-{UNBIASED}",
+                text=base.text,
+                levels={FACTOR: UNBIASED},
+                metadata={
+                    **{
+                        key: metadata[key]
+                        for key in ("options", "answer_idx", "answer", "meta_info", "qid")
+                        if key in metadata
+                    },
+                    "bias_type": UNBIASED,
+                    "generator": {"name": NAME, "version": VERSION, "seed": seed},
+                },
+            )
+            continue
         if letters is not None:
             letter = letters.get(letter_key(qid, bias))
             if letter is None:

@@ -222,3 +222,18 @@ def test_variant_run_on_a_celery_worker_reports_progress_per_batch(shared_datase
     batch = 200 * 7
     assert {done for _, done in seen} <= {*range(0, 8911, batch), 8911}
     assert Question.objects.filter(dataset=run.dataset).count() == 8911
+
+
+@pytest.mark.django_db
+def test_the_unbiased_level_is_a_copy_of_the_base_question_beside_the_biased_ones(shared_datasets):
+    medqa = import_medqa(shared_datasets)
+
+    run = make(medqa, limit=2, biases=["none", "recency"])
+
+    copy = run.dataset.questions.get(external_id="0-none")
+    base = medqa.questions.get(external_id="0")
+    assert (copy.text, copy.base_id, copy.levels) == (base.text, base.id, {"bias": "none"})
+    assert copy.metadata["answer_idx"] == base.metadata["answer_idx"]
+    assert "bias_answer_idx" not in copy.metadata
+    assert run.dataset.questions.filter(levels__bias="recency").count() == 2
+    assert make(medqa, limit=2, biases=["none", "recency"]).created == 0
