@@ -21,7 +21,7 @@ Rows are sorted by source, then bias (`BIAS_ORDER`, then other levels by name), 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
 
 import numpy as np
@@ -70,12 +70,14 @@ def wilson_interval(
     return low, high
 
 
-def _order(values: Sequence[str], known: Sequence[str]) -> dict[str, int]:
-    """Sort keys: the known levels in their order, then the others by name."""
-    rank = {value: index for index, value in enumerate(known)}
-    others = sorted(set(values) - set(rank))
-    rank.update({value: len(known) + index for index, value in enumerate(others)})
-    return rank
+def ordered_levels(values: Iterable[str], known: Sequence[str]) -> list[str]:
+    """The distinct values: those in `known` in its order, then the others by name (BIAS_ORDER, MITIGATION_ORDER)."""
+    present = set(values)
+    return [value for value in known if value in present] + sorted(present - set(known))
+
+
+def _rank(values: Iterable[str], known: Sequence[str]) -> dict[str, int]:
+    return {value: index for index, value in enumerate(ordered_levels(values, known))}
 
 
 def _counts(outcomes: pd.DataFrame) -> pd.DataFrame:
@@ -110,8 +112,8 @@ def accuracy_table(outcomes: pd.DataFrame, *, reference_levels: Mapping[str, str
     if outcomes.empty:
         return pd.DataFrame({column: pd.Series(dtype=_DTYPES.get(column, float)) for column in ACCURACY_COLUMNS})
     table = _counts(outcomes)
-    bias_rank = _order(list(table["bias"].unique()), BIAS_ORDER)
-    mitigation_rank = _order(list(table["mitigation"].unique()), MITIGATION_ORDER)
+    bias_rank = _rank(table["bias"], BIAS_ORDER)
+    mitigation_rank = _rank(table["mitigation"], MITIGATION_ORDER)
     table = (
         table.assign(_bias=table["bias"].map(bias_rank), _mitigation=table["mitigation"].map(mitigation_rank))
         .sort_values(["source", "_bias", "_mitigation"], kind="stable")

@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 from statsmodels.stats.proportion import proportion_confint
 
+from analysis import plots
 from analysis.choice_accuracy import ACCURACY_COLUMNS, accuracy_table, wilson_interval
 
 CONTRACT = ["source", "bias", "mitigation", "n", "correct", "non_response", "accuracy", "ci_low", "ci_high",
@@ -153,3 +154,26 @@ def test_numbers_are_written_with_full_precision(tmp_path):
     written = pd.read_csv(tmp_path / "accuracy.csv")
 
     assert written["accuracy"][0] == 1 / 3 and written["ci_low"][0] == table["ci_low"][0]
+
+
+# --- The plot --------------------------------------------------------------------------------------------------
+
+
+def test_the_accuracy_figure_draws_the_table_and_its_csv_as_svg_and_png(tmp_path):
+    table = accuracy_table(
+        outcomes(
+            ("a", "none", "none", 8, 2, 0),
+            ("a", "recency", "education", 0, 0, 3),  # no accuracy: not drawn
+            ("b", "recency", "none", 4, 6, 1),
+        )
+    )
+    table.to_csv(tmp_path / "accuracy.csv", index=False)
+
+    svg = plots.accuracy_figure(pd.read_csv(tmp_path / "accuracy.csv"), fmt="svg")
+    png = plots.accuracy_figure(table, fmt="png")
+
+    assert svg.startswith(b"<?xml") and b"Mitigation: education" in svg and b"Mitigation: none" in svg
+    assert png.startswith(b"\x89PNG\r\n\x1a\n")
+    assert b"No estimates" in plots.accuracy_figure(accuracy_table(outcomes()), fmt="svg")
+    with pytest.raises(ValueError, match="fmt must be one of"):
+        plots.accuracy_figure(table, fmt="pdf")
