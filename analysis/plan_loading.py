@@ -16,6 +16,7 @@ from django.db.models.fields.json import KeyTextTransform, KeyTransform
 
 from datasets.models import Answer
 from scoring.models import Score
+from scoring.services import score_missing
 
 from .choice_accuracy import OUTCOMES
 from .plans import AnalysisPlan
@@ -34,14 +35,6 @@ def plan_answers(plan: AnalysisPlan):
 
 def score_answers(plan: AnalysisPlan) -> None:
     """Runs the plan's automatic scorers on its answers that lack their current version's score."""
-    if not plan.run_scorers:
-        return
-    try:
-        from scoring.services import score_missing
-    except ModuleNotFoundError as error:  # the scorers land on another branch (issue 11); until then, none run
-        if error.name != "scoring.services":
-            raise
-        return
     for scorer in plan.run_scorers:
         score_missing(scorer=scorer, answers=plan_answers(plan))
 

@@ -13,6 +13,7 @@ from analysis.choice_accuracy import ACCURACY_COLUMNS
 from analysis.models import TABLE_FIELDS, AnalysisRun
 from analysis.plan_loading import load_outcomes
 from analysis.plans import BIASMEDQA_ACCURACY
+from scoring.models import Score
 from studies.models import Study
 from tests.factories import (
     AnalystFactory,
@@ -124,6 +125,24 @@ def test_analyze_writes_accuracy_csv_and_its_plot_beside_the_four_tables(scored,
     assert (tmp_path / "accuracy.png").read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
     for name in TABLE_FIELDS:  # the EquityMedQA tables are written as ever, empty here
         assert f"{name}.csv: 0 rows" in output and (tmp_path / f"{name}.csv").is_file()
+
+
+def test_analyze_scores_unscored_answers_with_the_letter_scorer_first(tmp_path):
+    source = AnswerSourceFactory(name="stand-in")
+    for text in ["A", "B: no", "I cannot answer that."]:  # right, wrong, no letter
+        question = QuestionFactory(metadata={"answer_idx": "A", "options": {"A": "yes", "B": "no"}})
+        AnswerFactory(question=question, source=source, text=text)
+
+    output = analyze("--out", tmp_path)
+
+    table = pd.read_csv(tmp_path / "accuracy.csv")
+    assert table[["source", "bias", "mitigation", "n", "correct", "non_response"]].values.tolist() == [
+        ["stand-in", "none", "none", 3, 1, 1]
+    ]
+    assert table["accuracy"][0] == 0.5 and "accuracy.csv: 1 rows" in output
+    assert Score.objects.filter(scorer="letter").count() == 3
+    analyze("--out", tmp_path)  # scored once: a second analysis finds nothing missing
+    assert Score.objects.filter(scorer="letter").count() == 3
 
 
 def test_analyze_on_an_equitymedqa_database_writes_no_plan_table(tmp_path):

@@ -1,0 +1,38 @@
+from django.core.management.base import BaseCommand, CommandError
+
+from datasets.models import Answer, AnswerSource, Dataset
+from scoring import scorers
+from scoring.services import score_missing
+
+
+class Command(BaseCommand):
+    help = (
+        "Score the answers that have no score from a scorer's current version (scores already stored are kept, "
+        "never recomputed). Answers whose question lacks the field the scorer needs are skipped and counted."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--scorer", required=True, help=f"One of: {', '.join(scorers.names())}.")
+        parser.add_argument("--dataset", help="Only answers to questions of this dataset.")
+        parser.add_argument("--source", help="Only answers of this source.")
+        parser.add_argument("--batch-size", type=int, default=2000)
+
+    def handle(self, *args, **opts):
+        if opts["scorer"] not in scorers.names():
+            raise CommandError(f"no scorer named {opts['scorer']!r}; known: {', '.join(scorers.names())}")
+        answers = Answer.objects.all()
+        if opts["dataset"]:
+            if not Dataset.objects.filter(name=opts["dataset"]).exists():
+                raise CommandError(f"no dataset named {opts['dataset']!r}")
+            answers = answers.filter(question__dataset__name=opts["dataset"])
+        if opts["source"]:
+            if not AnswerSource.objects.filter(name=opts["source"]).exists():
+                raise CommandError(f"no answer source named {opts['source']!r}")
+            answers = answers.filter(source__name=opts["source"])
+        counts = score_missing(scorer=opts["scorer"], answers=answers, batch_size=opts["batch_size"])
+        self.stdout.write(f"Scorer {opts['scorer']} v{counts['version']}")
+        self.stdout.write(
+            f"Scored: {counts['scored']} (correct {counts['correct']}, wrong {counts['wrong']}, "
+            f"non-response {counts['non_response']})"
+        )
+        self.stdout.write(f"Skipped (the question has no field the scorer needs): {counts['skipped_no_key']}")

@@ -1,0 +1,47 @@
+"""Store scorers' readings of answers (scoring/DESIGN.md). Scores are only ever added, never updated or deleted."""
+
+from django.db.models import QuerySet
+
+from datasets.models import Answer
+
+from . import scorers
+from .models import Score
+
+
+def score_missing(*, scorer: str, answers: QuerySet[Answer], batch_size: int = 2000) -> dict[str, int]:
+    """Score the answers that have no score from the scorer's current version, a batch at a time.
+
+    Answers whose question lacks a field the scorer needs (e.g. `answer_idx`) are skipped and counted.
+    Concurrent runs are safe: the unique (answer, scorer, version) constraint with ignore_conflicts means a
+    score another run wrote first is kept and ours dropped, so `scored` counts what this run tried to write.
+    Returns counts: scored, skipped_no_key, correct, wrong, non_response, and the version used.
+    """
+    rule = scorers.current(scorer)
+    fields = [f"question__metadata__{name}" for name in rule.question_fields]
+    ordered = answers.order_by("pk")
+    counts = {"scored": 0, "skipped_no_key": 0, **{outcome: 0 for outcome in scorers.OUTCOMES}}
+    last = 0
+    while True:
+        # Keyset pages of ids, then the page's stored scores by index: each query is bounded and linear
+        # (an anti-join over the whole table let PostgreSQL hash every score of the scorer on every page).
+        ids = list(ordered.filter(pk__gt=last).values_list("pk", flat=True)[:batch_size])
+        if not ids:
+            break
+        last = ids[-1]
+        stored = Score.objects.filter(answer_id__in=ids, scorer=rule.name, version=rule.version)
+        todo = set(ids) - set(stored.values_list("answer_id", flat=True))
+        if not todo:
+            continue
+        new = []
+        for pk, text, refusal, *values in Answer.objects.filter(pk__in=todo).values_list("pk", "text", "refusal",
+                                                                                           *fields):  # fmt: skip
+            if any(value in (None, "") for value in values):
+                counts["skipped_no_key"] += 1
+                continue
+            reading = rule.read(text, refusal, dict(zip(rule.question_fields, values, strict=True)))
+            counts[reading.outcome] += 1
+            new.append(Score(answer_id=pk, scorer=rule.name, version=rule.version, outcome=reading.outcome,
+                             value=reading.value))  # fmt: skip
+        Score.objects.bulk_create(new, ignore_conflicts=True)
+        counts["scored"] += len(new)
+    return {"version": rule.version, **counts}
