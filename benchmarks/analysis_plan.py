@@ -9,6 +9,7 @@ and a `letter` score (432,576 scores). Then times, in this process:
 - `plan_loading.load_outcomes` (two streamed queries: answers' levels, scores; the preferred score per answer),
 - `plans.BIASMEDQA_ACCURACY.compute` (the accuracy table),
 - the plot as PNG and SVG,
+- `plan_loading.score_answers` when every answer has its letter score (what each later analysis pays),
 - `plan_loading.plan_table` end to end (existence check, scorers, load, table),
 
 and prints a Markdown table with the peak memory the load added (tracemalloc).
@@ -28,7 +29,7 @@ import pandas as pd
 from _django import REPO, own_test_database
 from django.db import connection  # noqa: E402
 
-from analysis.plan_loading import load_outcomes, plan_table  # noqa: E402
+from analysis.plan_loading import load_outcomes, plan_table, score_answers  # noqa: E402
 from analysis.plans import BIASMEDQA_ACCURACY  # noqa: E402
 from datasets.models import Answer, AnswerSource, Dataset, Question, settings_fingerprint, text_fingerprint  # noqa: E402
 from scoring.models import Score  # noqa: E402
@@ -132,13 +133,15 @@ def main() -> None:
         compute, table = timed(lambda: plan.compute(outcomes), args.repeat)
         png, _ = timed(lambda: plan.figure(table, fmt="png"), args.repeat)
         svg, _ = timed(lambda: plan.figure(table, fmt="svg"), args.repeat)
+        check, _ = timed(lambda: score_answers(plan), args.repeat)
         end_to_end, _ = timed(lambda: plan_table(plan), args.repeat)
     print(f"{answers:,} answers, {2 * answers:,} scores, {len(table)} table rows (built in {build_seconds:.1f} s)")
     print()
     print(f"| step | seconds (median of {args.repeat}) |")
     print("| --- | ---: |")
     for name, value in [("load outcomes", load), ("accuracy table", compute),
-                        ("plot PNG", png), ("plot SVG", svg), ("plan_table end to end (no plot)", end_to_end),
+                        ("plot PNG", png), ("plot SVG", svg), ("scorers' check, nothing missing", check),
+                        ("plan_table end to end (no plot)", end_to_end),
                         ("load + table + PNG plot", load + compute + png)]:  # fmt: skip
         print(f"| {name} | {value:.2f} |")
     print()
