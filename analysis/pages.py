@@ -19,6 +19,7 @@ from studies.release import INDEPENDENT, LIST_SEPARATOR
 from . import regression
 from .forms import PREDICTORS, RatesFilterForm
 from .models import TABLE_FIELDS, AnalysisRun
+from .plans import PLANS, plan_for_table
 
 TABLE_TITLES = {
     "rates": "Rates with 95% CIs",
@@ -28,7 +29,7 @@ TABLE_TITLES = {
 }
 RUBRICS = ["independent", "pairwise", "counterfactual"]
 AGGREGATIONS = ["pooled", "majority", "any"]
-COUNT_COLUMNS = {"n", "n_items", "n_raters"}
+COUNT_COLUMNS = {"n", "n_items", "n_raters", "correct", "non_response"}
 CI_COLUMNS = ("ci_low", "ci_high")
 PLOT_FORMATS = {"svg": "image/svg+xml", "png": "image/png"}
 CONSUMER_POOL = "consumer"
@@ -72,7 +73,7 @@ class DisplayTable:
     total: int  # rows in the whole table, before any filter
 
 
-def display_table(name: str, frame: pd.DataFrame, total: int | None = None) -> DisplayTable:
+def display_table(name: str, frame: pd.DataFrame, total: int | None = None, title: str = "") -> DisplayTable:
     """Every column of the CSV, ci_low/ci_high shown together as one "95% CI" column where they appear."""
     has_ci = all(column in frame.columns for column in CI_COLUMNS)
     columns, labels = [], []
@@ -93,7 +94,8 @@ def display_table(name: str, frame: pd.DataFrame, total: int | None = None) -> D
             else:
                 cells.append(number(record[column], column))
         rows.append(cells)
-    return DisplayTable(name, TABLE_TITLES[name], labels, rows, len(frame) if total is None else total)
+    total = len(frame) if total is None else total
+    return DisplayTable(name, title or TABLE_TITLES[name], labels, rows, total)
 
 
 # --- The rates table: filters and plots ------------------------------------------------------------------
@@ -154,10 +156,32 @@ def has_plot(rates: pd.DataFrame, *, rubric: str, outcome: str, aggregation: str
     return not cells.empty
 
 
+def plan_sections(run: AnalysisRun) -> list[dict]:
+    """Each analysis plan's table a run computed (in the plans' order), with its plot's links."""
+    sections = []
+    for plan in PLANS.values():
+        text = run.plan_tables.get(plan.table)
+        if text is None:
+            continue
+        frame = pd.read_csv(io.StringIO(text)) if text.strip() else pd.DataFrame()
+        section = {"plan": plan, "table": display_table(plan.stem, frame, title=plan.title)}
+        if plan.plot is not None and not frame.empty:
+            section.update({fmt: reverse("analysis:plan_plot", args=[run.pk, plan.stem, fmt]) for fmt in PLOT_FORMATS})
+        sections.append(section)
+    return sections
+
+
+def plan_table_text(run: AnalysisRun, name: str) -> str | None:
+    """The CSV text of the plan table `<name>.csv` a run computed, None when it has none by that name."""
+    plan = plan_for_table(f"{name}.csv")
+    return run.plan_tables.get(plan.table) if plan is not None else None
+
+
 def run_tables(run: AnalysisRun, query) -> dict:
     """Everything a finished run's page shows."""
     context = rates_section(run, query)
     context["other_tables"] = [display_table(name, read_table(run, name)) for name in TABLE_FIELDS if name != "rates"]
+    context["plan_sections"] = plan_sections(run)
     return context
 
 

@@ -11,9 +11,11 @@ import re
 
 import numpy as np
 import pandas as pd
+from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from .choice_accuracy import BIAS_ORDER, MITIGATION_ORDER, ordered_levels
 from .outcomes import DATASET_ORDER, NO_PREFERENCE, PAIRWISE, RATER_TYPE_ORDER
 
 FORMATS = ("svg", "png")
@@ -127,6 +129,69 @@ def rates_figure(
             [unique[p] for p in pools if p in unique], [p for p in pools if p in unique], loc="outside right center"
         )
     figure.suptitle(f"{rubric.capitalize()} rubric: {outcome.replace('_', ' ')} ({aggregation})", fontsize=11)
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format=fmt, dpi=150, metadata={"Date": None} if fmt == "svg" else None)
+    figure.clear()
+    return buffer.getvalue()
+
+
+# --- Analysis plans: accuracy by bias (analysis.choice_accuracy) ---------------------------------------------
+
+
+def accuracy_figure(table: pd.DataFrame, *, fmt: str = "svg") -> bytes:
+    """Accuracy by bias with 95% Wilson intervals, one panel per mitigation and one series per source.
+
+    Biases run along x in the table's order (no bias first), accuracy up y in [0, 1]; a source keeps its colour
+    and its offset within a bias in every panel. Works on `choice_accuracy.accuracy_table` output and on
+    `accuracy.csv` read back with pandas; conditions without an accuracy (only non-responses) are not drawn.
+    """
+    if fmt not in FORMATS:
+        raise ValueError(f"fmt must be one of {', '.join(FORMATS)}, not {fmt!r}")
+    frame = table.copy()
+    for column in ("source", "bias", "mitigation"):
+        frame[column] = _text(frame[column]) if column in frame.columns else pd.Series(dtype=object)
+    biases = ordered_levels(frame["bias"], BIAS_ORDER)
+    mitigations = ordered_levels(frame["mitigation"], MITIGATION_ORDER) or [""]
+    sources = sorted(set(frame["source"]))
+    # Panels stacked: a bias's sources sit side by side, so a panel is as wide as biases x sources need.
+    columns, lines = 1, len(mitigations)
+    width = max(4.5, 0.14 * max(len(biases), 1) * max(len(sources), 2) + 1.0)
+    figure = Figure(figsize=(width + 2.6, 2.6 * lines + 1.0), layout="constrained")
+    axes = figure.subplots(lines, columns, squeeze=False, sharex=True, sharey=True)
+    at = {bias: index for index, bias in enumerate(biases)}
+    spread = 0.7 / max(len(sources), 1)
+    for index, mitigation in enumerate(mitigations):
+        ax = axes[index // columns][index % columns]
+        rows = frame[frame["mitigation"] == mitigation]
+        for number, source in enumerate(sources):
+            mine = rows[rows["source"] == source]
+            x = np.array([at[bias] for bias in mine["bias"]], dtype=float) + (number - (len(sources) - 1) / 2) * spread
+            y, low, high = (
+                pd.to_numeric(mine[c], errors="coerce").to_numpy(dtype=float) for c in ("accuracy", "ci_low", "ci_high")
+            )
+            shown = ~np.isnan(y) & ~np.isnan(low) & ~np.isnan(high)
+            errors = np.vstack([y - low, high - y])[:, shown]
+            colour = COLOURS[number % len(COLOURS)]
+            ax.errorbar(x[shown], y[shown], yerr=errors, fmt="o", color=colour, ms=4, capsize=2, label=source)
+        ax.set_title(f"Mitigation: {mitigation}" if mitigation else "", fontsize=10)
+        ax.set_ylim(0, 1)
+        ax.grid(axis="y", color="#dddddd", linewidth=0.6)
+        ax.set_axisbelow(True)
+    for index in range(len(mitigations), lines * columns):
+        axes[index // columns][index % columns].set_visible(False)
+    for ax in axes[-1]:
+        ax.set_xticks(list(at.values()), [bias.replace("_", " ") for bias in at], rotation=40, ha="right")
+    for line in axes:
+        line[0].set_ylabel("Accuracy (95% Wilson CI)")
+    if frame.empty:
+        axes[0][0].text(0.5, 0.5, "No estimates", transform=axes[0][0].transAxes, ha="center", va="center")
+    else:
+        found: dict[str, Artist] = {}
+        for ax in axes.ravel():
+            for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+                found.setdefault(label, handle)
+        figure.legend(list(found.values()), list(found), loc="outside right center", title="Source")
+    figure.suptitle("Accuracy by bias, without non-responses", fontsize=11)
     buffer = io.BytesIO()
     figure.savefig(buffer, format=fmt, dpi=150, metadata={"Date": None} if fmt == "svg" else None)
     figure.clear()

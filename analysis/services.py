@@ -18,6 +18,8 @@ from studies.models import Study
 from . import tables
 from .loading import load_frames
 from .models import TABLE_FIELDS, AnalysisRun
+from .plan_loading import plan_table, table_csv
+from .plans import PLANS, AnalysisPlan
 
 logger = logging.getLogger(__name__)
 
@@ -65,6 +67,21 @@ def report_csv_texts(report: tables.Report) -> dict[str, str]:
         return {name: (Path(directory) / f"{name}.csv").read_text(encoding="utf-8") for name in TABLE_FIELDS}
 
 
+def compute_plans(
+    plans: list[AnalysisPlan] | None = None, *, progress: Progress | None = None
+) -> list[tuple[AnalysisPlan, pd.DataFrame]]:
+    """Each plan's table over every answer in the database (default: every plan), leaving out plans without
+    scored answers: an EquityMedQA-only database gives none."""
+    found = []
+    for plan in PLANS.values() if plans is None else plans:
+        if progress is not None:
+            progress(COMPUTED_AT, f"Computing {plan.title}")
+        table = plan_table(plan)
+        if table is not None:
+            found.append((plan, table))
+    return found
+
+
 class _ProgressWriter:
     """Writes a run's progress and step, at most every PROGRESS_INTERVAL_SECONDS (the page polls every 2 s)."""
 
@@ -107,8 +124,11 @@ def run_analysis(*, run_id: int) -> AnalysisRun | None:
         run.ratings = {kind: len(frame) for kind, frame in frames.items()}
         progress(LOADED_AT, "Computing the tables")
         report = build_report(frames, seed=run.seed, reference_levels=run.reference_levels, progress=progress)
+        # Plans read answers, which belong to no study: a run of one study's ratings leaves them out.
+        computed = compute_plans(progress=progress) if run.study_id is None else []
         progress(COMPUTED_AT, "Saving the tables", force=True)
         texts = report_csv_texts(report)
+        run.plan_tables = {plan.table: table_csv(table) for plan, table in computed}
     except Exception as error:  # whatever went wrong, the run's page must say what
         logger.exception("analysis run %s failed", run.id)
         run.status = AnalysisRun.Status.FAILED
@@ -119,5 +139,6 @@ def run_analysis(*, run_id: int) -> AnalysisRun | None:
             setattr(run, TABLE_FIELDS[name], text)
         run.status, run.progress, run.step, run.error = AnalysisRun.Status.DONE, 100, "Finished", ""
     run.finished_at = timezone.now()
-    run.save(update_fields=["status", "progress", "step", "error", "ratings", *TABLE_FIELDS.values(), "finished_at"])
+    fields = ["status", "progress", "step", "error", "ratings", *TABLE_FIELDS.values(), "plan_tables", "finished_at"]
+    run.save(update_fields=fields)
     return run

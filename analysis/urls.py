@@ -9,6 +9,8 @@ urlpatterns = [
     path("runs/<int:pk>/", views.run_detail, name="run"),
     path("runs/<int:pk>/progress/", views.run_progress, name="progress"),
     path("runs/<int:pk>/<str:table>.csv", views.table_csv, name="table_csv"),
+    # An analysis plan's plot, named as its table (accuracy.csv -> plots/accuracy.svg): no hyphen, unlike rates'.
+    re_path(r"^runs/(?P<pk>[0-9]+)/plots/(?P<name>[a-z0-9_]+)\.(?P<fmt>svg|png)$", views.plan_plot, name="plan_plot"),
     re_path(
         r"^runs/(?P<pk>[0-9]+)/plots/(?P<rubric>[a-z_]+)-(?P<outcome>[a-z0-9_]+)-(?P<aggregation>[a-z_]+)"
         r"\.(?P<fmt>svg|png)$",

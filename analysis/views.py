@@ -3,6 +3,9 @@
 Coordinators and analysts (the study team) use them; raters get 403.
 """
 
+import io
+
+import pandas as pd
 from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.cache import cache_control
@@ -14,6 +17,7 @@ from . import pages, plots, services
 from .forms import PREDICTORS, RunAnalysisForm, StudyForm
 from .loading import KINDS
 from .models import TABLE_FIELDS, AnalysisRun
+from .plans import plan_for_table
 
 RUNS_SHOWN = 50
 
@@ -64,10 +68,12 @@ def run_progress(request, pk):
 @study_team_required
 @cache_control(private=True, max_age=3600)  # a finished run never changes
 def table_csv(request, pk, table):
-    if table not in TABLE_FIELDS:
-        raise Http404("No such table.")
     run = get_object_or_404(AnalysisRun, pk=pk, status=AnalysisRun.Status.DONE)
-    response = HttpResponse(run.table_csv(table), content_type="text/csv; charset=utf-8")
+    # The report's four tables, or an analysis plan's (accuracy.csv) when the run computed it.
+    text = run.table_csv(table) if table in TABLE_FIELDS else pages.plan_table_text(run, table)
+    if text is None:
+        raise Http404("No such table.")
+    response = HttpResponse(text, content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="analysis-{run.pk}-{table}.csv"'
     return response
 
@@ -84,4 +90,19 @@ def plot(request, pk, rubric, outcome, aggregation, fmt):
     response = HttpResponse(image, content_type=pages.PLOT_FORMATS[fmt])
     name = f"analysis-{run.pk}-{rubric}-{outcome}-{aggregation}.{fmt}"
     response["Content-Disposition"] = f'inline; filename="{name}"'
+    return response
+
+
+@require_GET
+@study_team_required
+@cache_control(private=True, max_age=3600)
+def plan_plot(request, pk, name, fmt):
+    run = get_object_or_404(AnalysisRun, pk=pk, status=AnalysisRun.Status.DONE)
+    plan = plan_for_table(f"{name}.csv")
+    text = pages.plan_table_text(run, name)
+    if plan is None or plan.plot is None or not text:
+        raise Http404("The run has no table for this plot.")
+    image = plan.figure(pd.read_csv(io.StringIO(text)), fmt=fmt)
+    response = HttpResponse(image, content_type=pages.PLOT_FORMATS[fmt])
+    response["Content-Disposition"] = f'inline; filename="analysis-{run.pk}-{name}.{fmt}"'
     return response

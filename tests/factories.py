@@ -187,3 +187,15 @@ class RaterBackgroundFactory(factory.django.DjangoModelFactory):
 
     class Meta:
         model = "raters.RaterBackground"
+
+
+class ScoreFactory(factory.django.DjangoModelFactory):
+    """One scorer version's reading of an answer (default: letter v1, correct)."""
+
+    class Meta:
+        model = "scoring.Score"
+
+    answer = factory.SubFactory(AnswerFactory)
+    scorer = "letter"
+    version = 1
+    outcome = "correct"

@@ -8,6 +8,8 @@ from django.core.management.base import BaseCommand, CommandError
 from analysis import services, tables
 from analysis.loading import load_frames, load_frames_from_dir
 from analysis.models import TABLE_FIELDS
+from analysis.plan_loading import table_csv
+from analysis.plans import PLANS
 from studies.exports import ExportError
 from studies.models import Study
 
@@ -23,7 +25,8 @@ class Command(BaseCommand):
     help = (
         "Compute bias rates with bootstrap CIs, inter-rater reliability, the counterfactual cross-tab and the "
         "consumer regression, and write rates.csv, reliability.csv, counterfactual_crosstab.csv and "
-        "consumer_regression.csv. Runs in this process (no Celery worker needed)."
+        "consumer_regression.csv; beside them, each analysis plan's table (BiasMedQA: accuracy.csv and accuracy.png) "
+        "when the database holds its scored answers. Runs in this process (no Celery worker needed)."
     )
 
     def add_arguments(self, parser):
@@ -40,8 +43,16 @@ class Command(BaseCommand):
             help="Reference level of a consumer-regression predictor, e.g. rater_age_group=65+ (repeatable); "
                  "default: each predictor's most frequent level.",
         )  # fmt: skip
+        parser.add_argument(
+            "--plan", action="append", default=[], choices=sorted(PLANS), metavar="NAME",
+            help=f"Only this analysis plan (repeatable; {', '.join(sorted(PLANS))}); default: every plan with "
+                 "scored answers in the database. Plans read every answer, so not with --study or --from.",
+        )  # fmt: skip
 
     def handle(self, *args, out: Path, study: int | None, from_dir: Path | None, seed: int, reference, **options):
+        chosen = [PLANS[name] for name in dict.fromkeys(options["plan"])]
+        if chosen and (study is not None or from_dir is not None):
+            raise CommandError("--plan reads every answer in the database: it cannot be combined with --study/--from.")
         try:
             frames = load_frames_from_dir(from_dir) if from_dir else load_frames(self._study(study))
         except (ExportError, FileNotFoundError) as error:
@@ -55,7 +66,21 @@ class Command(BaseCommand):
         tables.write_report(report, out)
         for name in TABLE_FIELDS:
             self.stdout.write(f"{name}.csv: {len(getattr(report, name))} rows")
+        if study is None and from_dir is None:  # plans read answers, which belong to no study and no release
+            self._write_plans(chosen, out, options["verbosity"])
         self.stdout.write(self.style.SUCCESS(f"Written to {out}"))
+
+    def _write_plans(self, chosen, out: Path, verbosity: int) -> None:
+        computed = services.compute_plans(chosen or None, progress=self._progress(verbosity))
+        for plan, table in computed:
+            (out / plan.table).write_text(table_csv(table), encoding="utf-8")
+            self.stdout.write(f"{plan.table}: {len(table)} rows ({plan.name})")
+            if plan.plot is not None:
+                (out / f"{plan.stem}.png").write_bytes(plan.figure(table, fmt="png"))
+                self.stdout.write(f"{plan.stem}.png")
+        written = {plan.name for plan, _ in computed}
+        for plan in (plan for plan in chosen if plan.name not in written):
+            self.stdout.write(f"{plan.name}: no scored answers, {plan.table} not written")
 
     def _study(self, study_id: int | None) -> Study | None:
         if study_id is None:

@@ -1,0 +1,143 @@
+"""An analysis plan's outcomes from the database: one row per scored answer, its factor levels and its outcome.
+
+Answers belong to no study, so a plan reads every answer (of multiple-choice questions, for choice plans): its
+source's name, each factor's level (the question's `levels`, else the answer's condition
+`parameters["condition"]`, else the factor's reference level) and the outcome of the first of the plan's scorers
+that scored it, at that scorer's highest version. Rows stream in chunks of plain values (no model instances) and
+are kept as category codes: 216,288 BiasMedQA answers with two scores each load in a few seconds.
+"""
+
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from django.db.models import Exists, OuterRef
+from django.db.models.fields.json import KeyTextTransform, KeyTransform
+
+from datasets.models import Answer
+from scoring import scorers
+from scoring.models import Score
+from scoring.services import score_missing
+
+from .choice_accuracy import OUTCOMES
+from .plans import AnalysisPlan
+
+CHUNK = 20_000
+CHOICE_KEY = "answer_idx"  # a multiple-choice question's metadata names its correct option
+
+
+def plan_answers(plan: AnalysisPlan):
+    """The answers a plan may read (choice plans: answers to questions with a correct option)."""
+    answers = Answer.objects.all()
+    if plan.multiple_choice:
+        answers = answers.filter(question__metadata__has_key=CHOICE_KEY)
+    return answers
+
+
+def score_answers(plan: AnalysisPlan) -> None:
+    """Runs the plan's automatic scorers on its answers that lack their current version's score."""
+    for name in plan.run_scorers:
+        scorer = scorers.current(name)
+        current = Score.objects.filter(answer=OuterRef("pk"), scorer=scorer.name, version=scorer.version)
+        # One anti-join says whether anything is missing; score_missing pages through every answer even when
+        # nothing is (~25 s for BiasMedQA's 216,288), which every analysis would pay.
+        if plan_answers(plan).filter(~Exists(current)).exists():
+            score_missing(scorer=name, answers=plan_answers(plan))
+
+
+class _Codes:
+    """Category codes of a column read row by row: each distinct value is kept once."""
+
+    def __init__(self) -> None:
+        self.codes: dict[Any, int] = {}
+        self.values: list[str] = []
+
+    def __call__(self, value: Any) -> int:
+        code = self.codes.get(value)
+        if code is None:
+            code = self.codes[value] = len(self.values)
+            self.values.append(str(value))
+        return code
+
+    def column(self, codes: Iterable[int]) -> pd.Categorical:
+        return pd.Categorical.from_codes(np.fromiter(codes, dtype=np.int32), categories=pd.Index(self.values))
+
+
+def _answer_levels(plan: AnalysisPlan, levels: list[str]) -> pd.DataFrame:
+    """Per answer of the plan: `answer_id`, `source` and each factor's level, as category columns."""
+    # Levels are read as text (->>): no JSON decoding per row.
+    extract = {}
+    for index, factor in enumerate(levels):
+        extract[f"question_{index}"] = KeyTextTransform(factor, "question__levels")
+        extract[f"condition_{index}"] = KeyTextTransform(factor, KeyTransform("condition", "parameters"))
+    rows = plan_answers(plan).order_by().annotate(**extract).values_list("id", "source__name", *extract)
+    answer_ids: list[int] = []
+    source, source_codes = _Codes(), []
+    codes = {factor: _Codes() for factor in levels}
+    columns: dict[str, list[int]] = {factor: [] for factor in levels}
+    defaults = [plan.reference_levels.get(factor, "none") for factor in levels]
+    for row in rows.iterator(chunk_size=CHUNK):
+        answer_ids.append(row[0])
+        source_codes.append(source(row[1]))
+        for index, factor in enumerate(levels):
+            level = row[2 + 2 * index]
+            if level is None:
+                level = row[3 + 2 * index]
+            columns[factor].append(codes[factor](defaults[index] if level is None else level))
+    frame = pd.DataFrame({"answer_id": np.array(answer_ids, dtype=np.int64), "source": source.column(source_codes)})
+    for factor in levels:
+        frame[factor] = codes[factor].column(columns[factor])
+    return frame
+
+
+def _preferred_scores(plan: AnalysisPlan) -> pd.DataFrame:
+    """Per scored answer, `answer_id` and the `outcome` of the first of the plan's scorers, at its highest version."""
+    preference = {scorer: rank for rank, scorer in enumerate(plan.scorers)}
+    rows = Score.objects.filter(scorer__in=plan.scorers, outcome__in=OUTCOMES).order_by()
+    answer_ids, ranks, versions, outcome_codes = [], [], [], []
+    outcome = _Codes()
+    for answer_id, scorer, version, found in rows.values_list("answer_id", "scorer", "version", "outcome").iterator(
+        chunk_size=CHUNK
+    ):
+        answer_ids.append(answer_id)
+        ranks.append(preference[scorer])
+        versions.append(version)
+        outcome_codes.append(outcome(found))
+    frame = pd.DataFrame(
+        {
+            "answer_id": np.array(answer_ids, dtype=np.int64),
+            "rank": np.array(ranks, dtype=np.int16),
+            "version": np.array(versions, dtype=np.int32),
+            "outcome": outcome.column(outcome_codes),
+        }
+    )
+    frame = frame.sort_values(["answer_id", "rank", "version"], ascending=[True, True, False], kind="stable")
+    return frame.drop_duplicates("answer_id", keep="first")[["answer_id", "outcome"]]
+
+
+def load_outcomes(plan: AnalysisPlan) -> pd.DataFrame:
+    """One row per scored answer of the plan: its `factors` columns and `outcome` (see the module docstring)."""
+    levels = [factor for factor in plan.factors if factor != "source"]
+    # Two lean queries (answers' levels, scores without joins) merged here: half the rows of one joined query
+    # and no JSON decoding, ~3x faster at BiasMedQA's scale (benchmarks/analysis_plan.py).
+    answers = _answer_levels(plan, levels)
+    scores = _preferred_scores(plan)
+    outcomes = answers.merge(scores, on="answer_id", how="inner", sort=True)
+    return outcomes[[*plan.factors, "outcome"]].reset_index(drop=True)
+
+
+def plan_table(plan: AnalysisPlan) -> pd.DataFrame | None:
+    """The plan's table over every answer in the database; None when no answer of the plan has a score."""
+    if not plan_answers(plan).exists():
+        return None
+    score_answers(plan)
+    outcomes = load_outcomes(plan)
+    if outcomes.empty:
+        return None
+    return plan.compute(outcomes)
+
+
+def table_csv(table: pd.DataFrame) -> str:
+    """A plan table as CSV text: what `analyze` writes and a run stores (full precision, empty for NaN)."""
+    return str(table.to_csv(index=False))
