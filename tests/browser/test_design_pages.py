@@ -1,5 +1,6 @@
 """The study-design pages in Chromium, at desktop and phone widths: a coordinator makes BiasMedQA variants,
-previews a recipe's exact request, and runs a job under the recipe against a local stand-in model."""
+previews a recipe's exact request, runs a job under the recipe against a local stand-in model, and sees the
+accuracy table and plot of an analysis run."""
 
 import json
 
@@ -38,6 +39,7 @@ def test_variants_preview_and_a_job_under_a_recipe(request, width):
 
         page.goto("/datasets/variants/new/")
         page.select_option("#id_base_dataset", str(base.pk))
+        page.check("input[value=none]")
         page.check("input[value=recency]")
         page.check("input[value=cultural]")
         page.fill("#id_limit", "3")
@@ -45,7 +47,7 @@ def test_variants_preview_and_a_job_under_a_recipe(request, width):
             page.get_by_role("button", name="Make the variants").click()
         run = VariantRun.objects.get()
         page.locator("[data-field=status]", has_text="Finished").wait_for()
-        assert page.locator("[data-field=summary]").text_content() == "6 of 6 variants (100 %)"
+        assert page.locator("[data-field=summary]").text_content() == "9 of 9 variants (100 %)"
         screenshot(page, f"variant-run-{width}")
         assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
 
@@ -67,13 +69,27 @@ def test_variants_preview_and_a_job_under_a_recipe(request, width):
 
         page.select_option("#id_job-source", str(source.pk))
         page.select_option("#id_job-dataset", str(run.dataset_id))
-        page.fill("#id_job-levels", "bias=recency")
         with page.expect_navigation():
             page.get_by_role("button", name="Start generating").click()
         page.locator("[data-field=status]", has_text="Finished").wait_for()
         screenshot(page, f"recipe-job-{width}")
 
+        page.goto("/analysis/")
+        with page.expect_navigation():
+            page.get_by_role("button", name="Run analysis").click()
+        page.locator("text=Finished").first.wait_for()
+        accuracy = page.locator("section", has_text="accuracy by bias").locator("table")
+        for level in ("none", "recency", "cultural"):
+            assert accuracy.locator("tr", has_text="Stand-in").filter(has_text=level).count() == 1
+        plot = page.locator("figure.plot img").first
+        plot.scroll_into_view_if_needed()
+        page.wait_for_function("img => img.complete && img.naturalWidth > 0", arg=plot.element_handle())
+        assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+        screenshot(page, f"accuracy-{width}")
+
     job = GenerationJob.objects.get()
-    assert job.levels == {"bias": "recency"} and job.recipe.name == EDUCATION
-    assert Answer.objects.filter(source=source).count() == 3
-    assert all(biasmedqa.EDUCATION["recency"] in body["messages"][-1]["content"] for body in server.requests)
+    assert job.levels == {} and job.recipe.name == EDUCATION
+    assert Answer.objects.filter(source=source).count() == 9
+    prompts = [body["messages"][-1]["content"] for body in server.requests]
+    assert sum(biasmedqa.EDUCATION["recency"] in prompt for prompt in prompts) == 3
+    assert sum(prompt.startswith(f"{biasmedqa.INSTRUCTION}\n\n") for prompt in prompts) == 3  # unbiased: no sentence
