@@ -14,6 +14,8 @@ from scoring.models import Score
 
 from .test_biasmedqa_published import (
     test_every_published_accuracy_cell_is_reproduced as check_accuracy_cells,
+)
+from .test_biasmedqa_published import (
     test_table_5_non_response_without_bias_is_reproduced as check_non_response,
 )
 
