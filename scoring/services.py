@@ -1,5 +1,6 @@
 """Store scorers' readings of answers (scoring/DESIGN.md). Scores are only ever added, never updated or deleted."""
 
+from django.db import reset_queries
 from django.db.models import QuerySet
 
 from datasets.models import Answer
@@ -22,6 +23,7 @@ def score_missing(*, scorer: str, answers: QuerySet[Answer], batch_size: int = 2
     counts = {"scored": 0, "skipped_no_key": 0, **{outcome: 0 for outcome in scorers.OUTCOMES}}
     last = 0
     while True:
+        reset_queries()  # with DEBUG on, Django logs every query: a long run would keep them all
         # Keyset pages of ids, then the page's stored scores by index: each query is bounded and linear
         # (an anti-join over the whole table let PostgreSQL hash every score of the scorer on every page).
         ids = list(ordered.filter(pk__gt=last).values_list("pk", flat=True)[:batch_size])

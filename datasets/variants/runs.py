@@ -10,7 +10,7 @@ import logging
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, reset_queries, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -156,6 +156,7 @@ def _write_batch(
     generator: Generator, run: VariantRun, options: dict, target: Dataset, bases: list[Question]
 ) -> tuple[int, int]:
     """Store one batch's variants: (created, existing). Raises VariantConflict for a differing stored one."""
+    reset_queries()  # with DEBUG on, Django logs every query: a long run would keep them all
     specs: list[tuple[Question, VariantSpec]] = []
     for base in bases:
         view = BaseQuestion(base.external_id, base.text, base.metadata or {})
