@@ -71,7 +71,21 @@ class PromptRecipeSerializer(serializers.ModelSerializer):
         return attrs
 
 
-class RecipePreviewInputSerializer(serializers.Serializer):
+class StrictInputSerializer(serializers.Serializer):
+    """Input that names a field we do not know is refused, not silently ignored: a misspelt option (say
+    `options` for `biases` and `limit`) would otherwise start a run over every base question."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, dict):
+            unknown = sorted(str(key) for key in data if key not in self.fields)
+            if unknown:
+                raise serializers.ValidationError(
+                    {key: [f"Unknown field; the fields are: {', '.join(self.fields)}."] for key in unknown}
+                )
+        return super().to_internal_value(data)
+
+
+class RecipePreviewInputSerializer(StrictInputSerializer):
     question_id = serializers.PrimaryKeyRelatedField(queryset=Question.objects.all(), help_text="Any question.")
     source = serializers.PrimaryKeyRelatedField(
         queryset=AnswerSource.objects.all(),
@@ -93,7 +107,7 @@ class RecipeErrorSerializer(serializers.Serializer):
     detail = serializers.CharField()
 
 
-class RecipeJobInputSerializer(serializers.Serializer):
+class RecipeJobInputSerializer(StrictInputSerializer):
     dataset = serializers.PrimaryKeyRelatedField(queryset=Dataset.objects.all())
     source = serializers.PrimaryKeyRelatedField(
         queryset=AnswerSource.objects.all(), help_text="A model source with an endpoint (base_url)."
@@ -133,7 +147,7 @@ class VariantRunRefusedSerializer(serializers.Serializer):
     run = serializers.IntegerField(allow_null=True, help_text="The run already making these variants, if any.")
 
 
-class VariantRunCreateSerializer(serializers.Serializer):
+class VariantRunCreateSerializer(StrictInputSerializer):
     generator = serializers.ChoiceField(choices=[])
     base_dataset = serializers.PrimaryKeyRelatedField(queryset=Dataset.objects.all())
     seed = serializers.IntegerField(default=0, min_value=-(2**31), max_value=2**31 - 1)

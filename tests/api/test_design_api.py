@@ -206,3 +206,14 @@ def test_a_variant_run_with_an_unknown_generator_or_level_is_400(coordinator, me
                                                "biases": ["sleepy"]}, format="json")  # fmt: skip
     assert level.status_code == 400 and "biases" in level.json()
     assert not VariantRun.objects.exists()
+
+
+def test_a_field_the_api_does_not_know_is_400_not_ignored(coordinator, medqa):
+    client = client_for(coordinator)
+
+    response = client.post("/api/variant-runs/", {"generator": "biasmedqa", "base_dataset": medqa.pk,
+                                                  "options": {"limit": 5}}, format="json")  # fmt: skip
+
+    assert response.status_code == 400
+    assert "Unknown field" in response.json()["options"][0] and "limit" in response.json()["options"][0]
+    assert not VariantRun.objects.exists()
