@@ -171,13 +171,9 @@ class VariantRunCreateSerializer(StrictInputSerializer):
         return attrs
 
     def run_options(self) -> dict:
-        data = self.validated_data
-        options: dict = {}
-        if data.get("biases"):
-            options["biases"] = list(dict.fromkeys(data["biases"]))
-        if data.get("limit"):
-            options["limit"] = data["limit"]
-        return options
+        return variant_pages.run_options(
+            biases=self.validated_data.get("biases"), limit=self.validated_data.get("limit")
+        )
 
 
 # --- Views ---------------------------------------------------------------------------------------

@@ -222,10 +222,6 @@ class VariantRunForm(forms.Form):
         return data
 
     def run_options(self) -> dict:
-        data = self.cleaned_data
-        options: dict = {}
-        if data.get("biases"):
-            options["biases"] = list(data["biases"])
-        if data.get("limit"):
-            options["limit"] = data["limit"]
-        return options
+        return variant_registry.run_options(
+            biases=self.cleaned_data.get("biases"), limit=self.cleaned_data.get("limit")
+        )

@@ -1,10 +1,7 @@
 """What the variant-run pages (and their API) show of the generator registry (`datasets.variants`)."""
 
 from .models import VariantRun
-from .variants import GENERATORS, biasmedqa
-
-# The levels a coordinator may tick, per generator (the registry's generators do not list them).
-LEVELS = {biasmedqa.NAME: (*biasmedqa.SENTENCES, biasmedqa.UNBIASED)}
+from .variants import GENERATORS
 
 
 def generator_choices() -> list[tuple[str, str]]:
@@ -13,12 +10,23 @@ def generator_choices() -> list[tuple[str, str]]:
 
 
 def levels_of(generator: str) -> tuple[str, ...]:
-    return LEVELS.get(generator, ())
+    found = GENERATORS.get(generator)
+    return found.levels if found else ()
 
 
 def level_choices() -> list[tuple[str, str]]:
-    seen = dict.fromkeys(level for levels in LEVELS.values() for level in levels)
+    seen = dict.fromkeys(level for generator in GENERATORS.values() for level in generator.levels)
     return [(level, level.replace("_", " ")) for level in seen]
+
+
+def run_options(*, biases: list[str] | None, limit: int | None) -> dict:
+    """A run's generator options from the page's or the API's fields (each level once, in the order given)."""
+    options: dict = {}
+    if biases:
+        options["biases"] = list(dict.fromkeys(biases))
+    if limit:
+        options["limit"] = limit
+    return options
 
 
 def run_percent(run: VariantRun) -> int:

@@ -38,6 +38,8 @@ class Generator:
     name: str
     version: int
     factor: str
+    # the factor's levels a run may ask for (the pages offer them; check_options decides)
+    levels: tuple[str, ...]
     description: str
     # options as given (JSON) -> options checked and completed with defaults; raises VariantOptionsError
     check_options: Callable[[dict], dict]

@@ -252,6 +252,7 @@ GENERATOR = Generator(
     name=NAME,
     version=VERSION,
     factor=FACTOR,
+    levels=(*SENTENCES, UNBIASED),
     description="MedQA questions x cognitive biases: a sentence naming a wrong option, per bias "
     "(Schmidgall et al. 2024).",
     check_options=check_options,
