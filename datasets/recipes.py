@@ -64,12 +64,31 @@ def _fill(template: str, values: dict, where: str) -> str:
     return PLACEHOLDER.sub(value, template)
 
 
-def item_block(question: QuestionView, settings: dict) -> str:
-    """The question block (item template over the question's text, options and metadata fields)."""
+def item_values(question: QuestionView, settings: dict) -> dict:
+    """The fields a template may name: the metadata's plain values, `question` (the text) and `options`."""
     values = {key: value for key, value in question.metadata.items() if isinstance(value, str | int | float)}
     values["question"] = question.text
     values["options"] = options_text(question.metadata.get("options") or {}, settings)
-    return _fill(settings.get("item_template") or "{question}", values, "item_template")
+    return values
+
+
+def item_block(question: QuestionView, settings: dict) -> str:
+    """The question block (item template over the question's text, options and metadata fields)."""
+    return _fill(settings.get("item_template") or "{question}", item_values(question, settings), "item_template")
+
+
+def example_block(spec: dict, example: QuestionView, settings: dict) -> str:
+    """One worked example: its own `template` over the example's fields, then the spec's `replace` pairs in
+    order (Q-Pain's de-identification: `[race] ` -> ``, `Patient D` -> `Patient A`); without a template, the
+    item block answered with a letter (BiasMedQA)."""
+    if spec.get("template"):
+        block = _fill(spec["template"], item_values(example, settings), "examples template")
+    else:
+        answer = example_answer(example, spec.get("answer", "wrong"), int(settings.get("examples_seed") or 0))
+        block = item_block(example, settings) + answer
+    for old, new in spec.get("replace") or []:
+        block = block.replace(old, new)
+    return block
 
 
 def example_answer(example: QuestionView, kind: str, seed: int) -> str:
@@ -103,8 +122,7 @@ def render_prompt(settings: dict, question: QuestionView, examples: list[Questio
     for spec, example in zip(specs, examples, strict=True):
         headers = spec.get("header") or {}
         header = headers.get(header_level, headers.get("*", ""))
-        answer = example_answer(example, spec.get("answer", "wrong"), int(settings.get("examples_seed") or 0))
-        block = item_block(example, settings) + answer
+        block = example_block(spec, example, settings)
         parts.append(f"{header}\n{block}" if header else block)
     if specs and settings.get("examples_footer"):
         parts.append(settings["examples_footer"])
@@ -132,12 +150,30 @@ def choose_examples(recipe: PromptRecipe, question: Question) -> list[Question]:
             if level != REFERENCE_LEVEL
             else pool.exclude(**{"levels__has_key": factor})
         )
-    candidates = list(pool.order_by("id").values_list("id", flat=True))
-    if len(candidates) < wanted:
-        raise RecipeError(f"examples: the pool has {len(candidates)} suitable questions, {wanted} needed")
-    chosen = random.Random(f"{recipe.examples_seed}:{question.external_id}").sample(candidates, wanted)
+    if any(spec.get("where") for spec in recipe.examples):
+        chosen = _choose_each(recipe, question, pool)
+    else:
+        candidates = list(pool.order_by("id").values_list("id", flat=True))
+        if len(candidates) < wanted:
+            raise RecipeError(f"examples: the pool has {len(candidates)} suitable questions, {wanted} needed")
+        chosen = random.Random(f"{recipe.examples_seed}:{question.external_id}").sample(candidates, wanted)
     by_id = Question.objects.in_bulk(chosen)
     return [by_id[pk] for pk in chosen]
+
+
+def _choose_each(recipe: PromptRecipe, question: Question, pool) -> list[int]:
+    """One example per spec, each among the pool questions whose metadata matches the spec's `where`
+    (Q-Pain: a "yes" vignette of the same context, then the context's "no" vignette), drawn by a rule seeded
+    with the recipe's seed, the question's external id and the spec's position; never the same one twice."""
+    chosen: list[int] = []
+    for position, spec in enumerate(recipe.examples):
+        matching = pool.filter(**{f"metadata__{key}": value for key, value in (spec.get("where") or {}).items()})
+        candidates = [pk for pk in matching.order_by("id").values_list("id", flat=True) if pk not in chosen]
+        if not candidates:
+            where = ", ".join(f"{key}={value}" for key, value in (spec.get("where") or {}).items()) or "any"
+            raise RecipeError(f"examples: the pool has no suitable question for example {position + 1} ({where})")
+        chosen.append(random.Random(f"{recipe.examples_seed}:{question.external_id}:{position}").choice(candidates))
+    return chosen
 
 
 def request_body(settings: dict, prompt: str, *, model: str) -> dict:

@@ -12,12 +12,17 @@ class Score(models.Model):
         CORRECT = "correct", "Correct"
         WRONG = "wrong", "Wrong"
         NON_RESPONSE = "non_response", "Non-response"
+        MEASURED = "measured", "Measured"  # a numeric scorer read a number (`number`)
+        MISSING = "missing", "Not readable"  # what the scorer reads is absent (no log-probabilities, no dose)
 
     answer = models.ForeignKey(Answer, on_delete=models.CASCADE, related_name="scores")
     scorer = models.CharField(max_length=100, help_text="A name in scoring/scorers.py, or `released`.")
     version = models.PositiveSmallIntegerField()
     outcome = models.CharField(max_length=20, choices=Outcome.choices, blank=True)
     value = models.JSONField(default=dict, blank=True, help_text="What was read: the letter, the raw label, ...")
+    number = models.FloatField(
+        null=True, blank=True, help_text="A numeric scorer's reading (P(No), ...); empty for choices and `missing`."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -13,6 +13,10 @@ CORRECT = "correct"
 WRONG = "wrong"
 NON_RESPONSE = "non_response"
 OUTCOMES = (CORRECT, WRONG, NON_RESPONSE)
+# Numeric scorers (Q-Pain's P(No)): a number was read, or what the scorer reads is absent.
+MEASURED = "measured"
+MISSING = "missing"
+NUMERIC_OUTCOMES = (MEASURED, MISSING)
 
 # Scores imported with a release (its own labels) are stored under this name; never computed here.
 RELEASED = "released"
@@ -22,6 +26,7 @@ RELEASED = "released"
 class Reading:
     outcome: str
     value: dict[str, Any] = field(default_factory=dict)
+    number: float | None = None  # a numeric scorer's reading (outcome MEASURED); None otherwise
 
 
 @dataclass(frozen=True)
@@ -31,7 +36,11 @@ class Scorer:
     description: str
     # Keys of the question's metadata the scorer needs; an answer whose question lacks one is not scored.
     question_fields: tuple[str, ...]
+    # read(text, refusal, fields): `fields` holds the question_fields of the question's metadata and the
+    # response_fields of the answer's response_metadata (e.g. `logprobs`), each under its own name.
     read: Callable[[str, bool, Mapping[str, Any]], Reading]
+    # Keys of the answer's response_metadata the scorer reads; a missing one arrives as None (never skipped).
+    response_fields: tuple[str, ...] = ()
 
 
 LETTERS = frozenset("ABCDE")

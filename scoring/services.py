@@ -15,12 +15,15 @@ def score_missing(*, scorer: str, answers: QuerySet[Answer], batch_size: int = 2
     Answers whose question lacks a field the scorer needs (e.g. `answer_idx`) are skipped and counted.
     Concurrent runs are safe: the unique (answer, scorer, version) constraint with ignore_conflicts means a
     score another run wrote first is kept and ours dropped, so `scored` counts what this run tried to write.
-    Returns counts: scored, skipped_no_key, correct, wrong, non_response, and the version used.
+    Returns counts: scored, skipped_no_key, one per outcome (correct, wrong, non_response, measured, missing),
+    and the version used.
     """
     rule = scorers.current(scorer)
     fields = [f"question__metadata__{name}" for name in rule.question_fields]
+    response = [f"response_metadata__{name}" for name in rule.response_fields]
     ordered = answers.order_by("pk")
-    counts = {"scored": 0, "skipped_no_key": 0, **{outcome: 0 for outcome in scorers.OUTCOMES}}
+    outcomes = (*scorers.OUTCOMES, *scorers.NUMERIC_OUTCOMES)
+    counts = {"scored": 0, "skipped_no_key": 0, **{outcome: 0 for outcome in outcomes}}
     last = 0
     while True:
         reset_queries()  # with DEBUG on, Django logs every query: a long run would keep them all
@@ -35,15 +38,18 @@ def score_missing(*, scorer: str, answers: QuerySet[Answer], batch_size: int = 2
         if not todo:
             continue
         new = []
-        for pk, text, refusal, *values in Answer.objects.filter(pk__in=todo).values_list("pk", "text", "refusal",
-                                                                                           *fields):  # fmt: skip
-            if any(value in (None, "") for value in values):
+        rows = Answer.objects.filter(pk__in=todo).values_list("pk", "text", "refusal", *fields, *response)
+        for pk, text, refusal, *values in rows:
+            question, answered = values[: len(fields)], values[len(fields) :]
+            if any(value in (None, "") for value in question):
                 counts["skipped_no_key"] += 1
                 continue
-            reading = rule.read(text, refusal, dict(zip(rule.question_fields, values, strict=True)))
+            read = dict(zip(rule.question_fields, question, strict=True))
+            read.update(zip(rule.response_fields, answered, strict=True))
+            reading = rule.read(text, refusal, read)
             counts[reading.outcome] += 1
             new.append(Score(answer_id=pk, scorer=rule.name, version=rule.version, outcome=reading.outcome,
-                             value=reading.value))  # fmt: skip
+                             value=reading.value, number=reading.number))  # fmt: skip
         Score.objects.bulk_create(new, ignore_conflicts=True)
         counts["scored"] += len(new)
     return {"version": rule.version, **counts}

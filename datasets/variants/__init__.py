@@ -6,8 +6,10 @@ Bump a generator's version whenever what it yields for the same input changes: t
 target dataset, so old variants are never silently replaced.
 """
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
 
 
 class VariantOptionsError(ValueError):
@@ -49,6 +51,9 @@ class Generator:
     per_base: Callable[[dict], int]
     # (seed, checked options) -> the target dataset's default name
     dataset_name: Callable[[int, dict], str]
+    # Question filter (ORM lookups) choosing the base questions it applies to: Q-Pain's "Yes" vignettes only
+    # (metadata__kind="yes"); the run's total counts only these.
+    base_filter: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
 
 
 def _registry() -> dict[str, Generator]:

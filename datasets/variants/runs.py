@@ -68,7 +68,7 @@ def start_variant_run(
             seed=seed,
             options=checked,
             base_dataset=base_dataset,
-            total=_base_questions(base_dataset, checked).count() * found.per_base(checked),
+            total=_base_questions(base_dataset, checked, found).count() * found.per_base(checked),
             created_by=user,
         )
         if queue:
@@ -78,8 +78,8 @@ def start_variant_run(
     return run
 
 
-def _base_questions(base_dataset: Dataset, options: dict):
-    questions = base_dataset.questions.order_by("id")
+def _base_questions(base_dataset: Dataset, options: dict, generator: Generator):
+    questions = base_dataset.questions.filter(**generator.base_filter).order_by("id")
     if options.get("limit"):
         questions = questions.filter(id__in=list(questions.values_list("id", flat=True)[: options["limit"]]))
     return questions
@@ -125,7 +125,7 @@ def _make_variants(run: VariantRun) -> None:
             f"the run asks for {run.generator} v{run.version}, this server has v{generator.version}"
         )
     options = generator.check_options(run.options)
-    questions = _base_questions(run.base_dataset, options)
+    questions = _base_questions(run.base_dataset, options, generator)
     total = questions.count() * generator.per_base(options)
     target, _ = Dataset.objects.get_or_create(
         name=generator.dataset_name(run.seed, options),
