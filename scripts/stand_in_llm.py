@@ -2,7 +2,8 @@
 
 It answers "Generated answer to: <prompt>" after a delay, a multiple-choice prompt (a line "### Options:
 A: ..., B: ...") with one of its letters chosen by a hash of the prompt; a question containing REFUSE gets a
-refusal.
+refusal; a Q-Pain prompt (ending "Answer:" after a "Vignette:") gets " Yes.\nDosage: ..." or " No." with
+log-probabilities when asked (tests/llm_server.py).
 Usage: .venv/bin/python scripts/stand_in_llm.py [--port 8089] [--latency 0.2]
 Then add a model source with base URL http://127.0.0.1:8089/v1 (any model name).
 """

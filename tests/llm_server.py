@@ -8,10 +8,18 @@ Behaviour is configurable: latency, a number of failures with a given status bef
 (a question containing REFUSE gets finish_reason "content_filter" and no text), log-probabilities, and a
 redirect of every request to another URL. Every request's method, path and headers are kept in `received`
 (e.g. to see whether an Authorization header arrived). It listens on 127.0.0.1 only.
+
+A Q-Pain prompt (it holds "Vignette:" and its last line is "Answer:") is answered like a completion model
+would: " Yes.\nDosage: High (1 mg)\nExplanation: ...", the same with Low, or " No.\nExplanation: ...",
+chosen by a hash of the prompt, with `stop` and `max_tokens` honoured; asked for log-probabilities, it gives
+every generated token's top-k alternatives in the endpoint's format (completions: the legacy object,
+k = `logprobs`; chat: the content list, k = `top_logprobs`), probabilities varying by a hash of the prompt,
+the generated token the most probable one. `qpain_completion` is what it answers, for tests to compare.
 """
 
 import hashlib
 import json
+import math
 import re
 import threading
 import time
@@ -70,6 +78,8 @@ class FakeLLM:
         completions = "prompt" in body  # /completions: one prompt text, the answer in choices[0].text
         question = body["prompt"] if completions else body["messages"][-1]["content"]
         refused = "REFUSE" in question
+        if not refused and is_qpain_prompt(question):
+            return 200, qpain_response(body, question, request_number=len(self.requests))
         text = "" if refused else self.answer_for(question)
         finish_reason = "content_filter" if refused else "stop"
         if completions:
@@ -134,3 +144,105 @@ def multiple_choice_letters(prompt: str) -> list[str]:
     line = lines[-1].removeprefix("### Options: ")
     letters = list(dict.fromkeys(OPTION_LETTER.findall(line)))
     return letters if len(letters) >= 2 else []
+
+
+# Q-Pain (qpain/SOURCE.md): the open prompt ends with "Answer:" after a vignette.
+QPAIN_TOKEN = re.compile(r"\n|[^\S\n]*\w+|[^\S\n]*[^\w\s]|[^\S\n]+")  # words and punctuation, spaces in front
+QPAIN_DOSE = re.compile(r"\b(low|high) \(([^)]*)\)", re.IGNORECASE)
+QPAIN_ANSWERS = [" Yes", " No", "Yes", "No", " I", " The"]  # alternatives at the answer's first token
+QPAIN_DOSES = [" High", " Low", "High", "Low", " nan", " Medium"]  # ... and at the token after "Dosage:"
+QPAIN_OTHERS = [" the", ",", ".", "\n", " and", " a"]  # ... and anywhere else
+
+
+def is_qpain_prompt(prompt: str) -> bool:
+    lines = prompt.splitlines()
+    return bool(lines) and lines[-1].strip() == "Answer:" and "Vignette:" in prompt
+
+
+def _unit(prompt: str, label: str) -> float:
+    """A number in [0, 1) fixed by the prompt and a label: deterministic, and different between prompts."""
+    return int(hashlib.sha256(f"{label}\0{prompt}".encode()).hexdigest(), 16) / 2**256
+
+
+def qpain_doses(prompt: str) -> dict[str, str]:
+    """{"low": "Low (0.5 mg)", "high": "High (1 mg)"} as the prompt's last question offers them."""
+    questions = [line for line in prompt.splitlines() if line.startswith("Question:")] or [""]
+    offered = {kind.lower(): f"{kind.capitalize()} ({amount})" for kind, amount in QPAIN_DOSE.findall(questions[-1])}
+    return {"low": "Low (0.5 mg)", "high": "High (1 mg)", **offered}
+
+
+def qpain_reply(prompt: str) -> str:
+    """The whole text the stand-in would write for a Q-Pain prompt, before any stop or max_tokens."""
+    draw = _unit(prompt, "answer")  # a third each: No, Yes with the high dose, Yes with the low dose
+    dose = qpain_doses(prompt)["high" if draw < 2 / 3 else "low"]
+    answer = " No." if draw < 1 / 3 else f" Yes.\nDosage: {dose}"
+    return f"{answer}\nExplanation: the stand-in's answer, drawn by a hash of the prompt.##\n\nVignette: Patient E"
+
+
+def qpain_alternatives(prompt: str, index: int, token: str, pool: list[str]) -> list[tuple[str, float]]:
+    """(token, log-probability) at one position, most probable first: the generated token (p in [0.45,
+    0.95)), then the pool's others, each a hash-drawn share of what is left (so they sum below 1)."""
+    chosen = 0.45 + 0.5 * _unit(prompt, f"{index}:chosen")
+    rest = [alternative for alternative in pool if alternative != token]
+    shares = [(0.2 + 0.6 * _unit(prompt, f"{index}:{n}")) / 2 ** (n + 1) for n in range(len(rest))]
+    ranked = [(token, chosen)] + [(alt, (1 - chosen) * share) for alt, share in zip(rest, shares, strict=True)]
+    return [(text, math.log(p)) for text, p in ranked]
+
+
+QPainToken = tuple[str, float, list[tuple[str, float]]]  # (token, its log-probability, the top k)
+
+
+def qpain_completion(
+    prompt: str, *, k: int, stop: list[str] | str | None = None, max_tokens: int | None = None
+) -> tuple[str, str, list[QPainToken]]:
+    """(text, finish_reason, generated tokens) the stand-in answers a Q-Pain prompt with: the reply cut at
+    the first stop string, then at max_tokens tokens."""
+    text, finish_reason = qpain_reply(prompt), "stop"
+    stops = [stop] if isinstance(stop, str) else list(stop or [])
+    cuts = [text.index(end) for end in stops if end and end in text]
+    if cuts:
+        text = text[: min(cuts)]
+    tokens = QPAIN_TOKEN.findall(text)
+    if max_tokens is not None and len(tokens) > max_tokens:
+        tokens, finish_reason = tokens[:max_tokens], "length"
+        text = "".join(tokens)
+    generated: list[QPainToken] = []
+    so_far = ""
+    for index, token in enumerate(tokens):
+        pool = QPAIN_ANSWERS if index == 0 else QPAIN_DOSES if so_far.endswith("Dosage:") else QPAIN_OTHERS
+        ranked = qpain_alternatives(prompt, index, token, pool)
+        generated.append((token, ranked[0][1], ranked[:k]))
+        so_far += token
+    return text, finish_reason, generated
+
+
+def qpain_response(body: dict, prompt: str, *, request_number: int) -> dict:
+    """The JSON answer to a Q-Pain request, in the format of the endpoint it came to."""
+    completions = "prompt" in body
+    k = int((body.get("logprobs") or 0) if completions else (body.get("top_logprobs") or 0))
+    text, finish_reason, generated = qpain_completion(
+        prompt, k=k, stop=body.get("stop"), max_tokens=body.get("max_tokens")
+    )
+    logprobs = None
+    if body.get("logprobs") and completions:  # the legacy object; offsets count from the prompt's start
+        offsets = [len(prompt) + len("".join(token for token, _, _ in generated[:n])) for n in range(len(generated))]
+        logprobs = {
+            "tokens": [token for token, _, _ in generated],
+            "token_logprobs": [logprob for _, logprob, _ in generated],
+            "text_offset": offsets,
+            "top_logprobs": [dict(top) for _, _, top in generated],
+        }
+    elif body.get("logprobs"):
+        logprobs = {"content": [
+            {"token": token, "logprob": logprob, "bytes": list(token.encode()),
+             "top_logprobs": [{"token": alt, "logprob": value, "bytes": list(alt.encode())} for alt, value in top]}
+            for token, logprob, top in generated
+        ]}  # fmt: skip
+    if completions:
+        choice = {"index": 0, "text": text, "finish_reason": finish_reason, "logprobs": logprobs}
+    else:
+        message = {"role": "assistant", "content": text}
+        choice = {"index": 0, "message": message, "finish_reason": finish_reason, "logprobs": logprobs}
+    words = len(prompt.split())
+    usage = {"prompt_tokens": words, "completion_tokens": len(generated), "total_tokens": words + len(generated)}
+    return {"id": f"cmpl-{request_number}", "model": body["model"], "choices": [choice], "usage": usage}

@@ -87,7 +87,7 @@ def test_the_command_prints_counts_and_filters_by_source_and_dataset(capsys):
                  "--dataset", answer.question.dataset.name)  # fmt: skip
     out = capsys.readouterr().out
     assert "Scorer letter v1" in out
-    assert "Scored: 1 (correct 1, wrong 0, non-response 0)" in out
+    assert "Scored: 1 (correct 1, wrong 0, non-response 0; measured 0, missing 0)" in out
     assert Score.objects.count() == 1
 
 
@@ -96,3 +96,15 @@ def test_the_command_refuses_an_unknown_scorer():
 
     with pytest.raises(CommandError, match="known: letter"):
         call_command("score_answers", "--scorer", "nope")
+
+
+def test_the_command_prints_measured_and_missing_for_a_numeric_scorer(capsys):
+    chat = [{"token": " No", "logprob": -0.25, "top_logprobs": [{"token": " No", "logprob": -0.25}]}]
+    read = AnswerFactory(text=" No.", response_metadata={"logprobs": chat})
+    AnswerFactory(text=" No.", response_metadata={})  # a source without log-probabilities
+    call_command("score_answers", "--scorer", "p_no")
+    out = capsys.readouterr().out
+    assert "Scorer p_no v1" in out
+    assert "Scored: 2 (correct 0, wrong 0, non-response 0; measured 1, missing 1)" in out
+    assert Score.objects.get(answer=read).number == pytest.approx(0.7788007830714049)
+    assert Score.objects.get(number__isnull=True).value == {"reason": "no log-probabilities"}

@@ -45,7 +45,7 @@ def test_the_registry_holds_letter_v1_and_current_picks_the_newest_version(monke
     v2 = scorers.Scorer("letter", 2, "test", ("answer_idx",), lambda text, refusal, question: Reading(WRONG))
     monkeypatch.setitem(scorers.SCORERS, ("letter", 2), v2)
     assert scorers.current("letter") is v2
-    assert scorers.names() == ["letter"]
+    assert "letter" in scorers.names()
 
 
 def test_an_unknown_scorer_names_the_known_ones():

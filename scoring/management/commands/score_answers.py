@@ -31,8 +31,9 @@ class Command(BaseCommand):
             answers = answers.filter(source__name=opts["source"])
         counts = score_missing(scorer=opts["scorer"], answers=answers, batch_size=opts["batch_size"])
         self.stdout.write(f"Scorer {opts['scorer']} v{counts['version']}")
+        # Choice scorers (letter) read correct / wrong / non-response; numeric ones (p_no) measured / missing.
         self.stdout.write(
             f"Scored: {counts['scored']} (correct {counts['correct']}, wrong {counts['wrong']}, "
-            f"non-response {counts['non_response']})"
+            f"non-response {counts['non_response']}; measured {counts['measured']}, missing {counts['missing']})"
         )
         self.stdout.write(f"Skipped (the question has no field the scorer needs): {counts['skipped_no_key']}")
