@@ -165,10 +165,30 @@ def plan_sections(run: AnalysisRun) -> list[dict]:
             continue
         frame = pd.read_csv(io.StringIO(text)) if text.strip() else pd.DataFrame()
         section = {"plan": plan, "table": display_table(plan.stem, frame, title=plan.title)}
+        if plan.summary is not None and not frame.empty:
+            section["heat_tables"] = [heat_display(title, view) for title, view in plan.summary(frame)]
         if plan.plot is not None and not frame.empty:
             section.update({fmt: reverse("analysis:plan_plot", args=[run.pk, plan.stem, fmt]) for fmt in PLOT_FORMATS})
         sections.append(section)
     return sections
+
+
+def heat_display(title: str, view: pd.DataFrame) -> dict:
+    """A table of proportions shown as percentages, each cell shaded from the table's lowest (light) to highest
+    value (orange), so the eye finds the extremes as in the paper's Figure 2a; the number is always written."""
+    values = [float(value) for value in view.to_numpy().ravel() if pd.notna(value)]
+    low, high = (min(values), max(values)) if values else (0.0, 0.0)
+    rows = []
+    for label, record in zip(view.index, view.to_numpy(), strict=True):
+        cells = []
+        for value in record:
+            if pd.isna(value):
+                cells.append({"text": "–", "style": ""})
+                continue
+            share = (float(value) - low) / (high - low) if high > low else 0.0
+            cells.append({"text": f"{100 * float(value):.1f} %", "style": f"background: hsl(25 90% {96 - 36 * share:.0f}%)"})
+        rows.append({"label": str(label), "cells": cells})
+    return {"title": title, "columns": [str(column) for column in view.columns], "rows": rows}
 
 
 def plan_table_text(run: AnalysisRun, name: str) -> str | None:

@@ -28,10 +28,13 @@ CHOICE_KEY = "answer_idx"  # a multiple-choice question's metadata names its cor
 
 
 def plan_answers(plan: AnalysisPlan):
-    """The answers a plan may read (choice plans: answers to questions with a correct option)."""
+    """The answers a plan may read (choice plans: answers to questions with a correct option; plans that
+    compare factor levels: answers to questions carrying them)."""
     answers = Answer.objects.all()
     if plan.multiple_choice:
         answers = answers.filter(question__metadata__has_key=CHOICE_KEY)
+    if plan.requires_levels:
+        answers = answers.filter(question__levels__has_keys=list(plan.requires_levels))
     return answers
 
 
@@ -116,12 +119,50 @@ def _preferred_scores(plan: AnalysisPlan) -> pd.DataFrame:
     return frame.drop_duplicates("answer_id", keep="first")[["answer_id", "outcome"]]
 
 
+def _preferred_numbers(plan: AnalysisPlan) -> pd.DataFrame:
+    """Per answer and outcome of a numeric plan, `answer_id`, `outcome` and `value`: the number of the first of
+    the outcome's scorers that measured one, at that scorer's highest version; NaN when its scorers only found
+    nothing to read (`missing`), so the statistics can say which blocks dropped out."""
+    assert plan.outcomes is not None
+    frames = []
+    for outcome, names in plan.outcomes.items():
+        preference = {scorer: rank for rank, scorer in enumerate(names)}
+        rows = Score.objects.filter(scorer__in=names, outcome__in=scorers.NUMERIC_OUTCOMES).order_by()
+        answer_ids, ranks, versions, numbers = [], [], [], []
+        for answer_id, scorer, version, number in rows.values_list("answer_id", "scorer", "version", "number").iterator(
+            chunk_size=CHUNK
+        ):
+            answer_ids.append(answer_id)
+            # A measured number from any scorer comes before every `missing` one.
+            ranks.append(preference[scorer] + (0 if number is not None else len(names)))
+            versions.append(version)
+            numbers.append(np.nan if number is None else number)
+        frame = pd.DataFrame(
+            {
+                "answer_id": np.array(answer_ids, dtype=np.int64),
+                "rank": np.array(ranks, dtype=np.int16),
+                "version": np.array(versions, dtype=np.int32),
+                "value": np.array(numbers, dtype=np.float64),
+            }
+        )
+        frame = frame.sort_values(["answer_id", "rank", "version"], ascending=[True, True, False], kind="stable")
+        frame = frame.drop_duplicates("answer_id", keep="first")[["answer_id", "value"]]
+        frames.append(frame.assign(outcome=outcome))
+    found = pd.concat(frames, ignore_index=True)
+    found["outcome"] = pd.Categorical(found["outcome"], categories=list(plan.outcomes))
+    return found
+
+
 def load_outcomes(plan: AnalysisPlan) -> pd.DataFrame:
-    """One row per scored answer of the plan: its `factors` columns and `outcome` (see the module docstring)."""
+    """One row per scored answer of the plan: its `factors` columns and `outcome` (see the module docstring);
+    a numeric plan: one row per (answer, outcome) its scorers scored, with a `value` column (NaN: not readable)."""
     levels = [factor for factor in plan.factors if factor != "source"]
     # Two lean queries (answers' levels, scores without joins) merged here: half the rows of one joined query
     # and no JSON decoding, ~3x faster at BiasMedQA's scale (benchmarks/analysis_plan.py).
     answers = _answer_levels(plan, levels)
+    if plan.numeric:
+        numbers = answers.merge(_preferred_numbers(plan), on="answer_id", how="inner", sort=True)
+        return numbers[[*plan.factors, "outcome", "value"]].reset_index(drop=True)
     scores = _preferred_scores(plan)
     outcomes = answers.merge(scores, on="answer_id", how="inner", sort=True)
     return outcomes[[*plan.factors, "outcome"]].reset_index(drop=True)

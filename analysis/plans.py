@@ -1,8 +1,9 @@
 """Named analysis plans (DESIGN.md, "analysis plan"): which scores, grouped by which factors, by which statistic.
 
 A plan is data: `analysis.plan_loading` reads its outcomes from the database (one per answer: the first scorer
-in `scorers` that scored it, at its highest version), `compute` turns them into the plan's long table, `figure`
-draws it. `analyze` and analysis runs write each plan's table as `table` (CSV) when the database holds its
+in `scorers` that scored it, at its highest version; for a numeric plan, per outcome in `outcomes`, the number of
+the first of that outcome's scorers that measured one), `compute` turns them into the plan's long table,
+`figure` draws it. `analyze` and analysis runs write each plan's table as `table` (CSV) when the database holds its
 scores. Pure: no Django.
 """
 
@@ -14,7 +15,8 @@ from types import MappingProxyType
 
 import pandas as pd
 
-from . import choice_accuracy, plots
+from . import choice_accuracy, paired_plots, plots
+from .factor_comparisons import Comparison, heat_views, means_statistic, paired_statistic
 
 
 @dataclass(frozen=True, eq=False)  # a plan is itself: hashed by identity
@@ -31,6 +33,17 @@ class AnalysisPlan:
     multiple_choice: bool = True  # only answers to questions with a correct option (metadata `answer_idx`)
     correction: str | None = None  # for multiple comparisons; None: none applied
     description: str = ""  # how to read the table, shown under it
+    # A numeric plan: outcome name -> its scorers in order of preference (each answer counts with the first that
+    # measured a number). The statistic then gets one row per (answer, outcome) with `outcome` and `value`.
+    outcomes: Mapping[str, tuple[str, ...]] | None = None
+    requires_levels: tuple[str, ...] = ()  # only answers to questions carrying these factor levels
+    plot_alt: str = ""  # the plot's text alternative on the pages
+    # compact views shown above the long table: table -> [(title, frame indexed by row label)]
+    summary: Callable[[pd.DataFrame], list[tuple[str, pd.DataFrame]]] | None = None
+
+    @property
+    def numeric(self) -> bool:
+        return self.outcomes is not None
 
     @property
     def stem(self) -> str:
@@ -56,13 +69,69 @@ BIASMEDQA_ACCURACY = AnalysisPlan(
     reference_levels=choice_accuracy.REFERENCE_LEVELS,
     plot=plots.accuracy_figure,
     run_scorers=("letter",),
+    plot_alt="accuracy by bias with 95% Wilson intervals, one panel per mitigation",
     description="Accuracy = correct / (answers − non-responses), with its 95% Wilson score interval; non-response "
     "rate = non-responses / answers; drops are taken from the same source's unbiased run (bias none) under the same "
     "mitigation, or without mitigation when that run does not exist (education). Scores: the released label where "
     "the answer has one, else the letter scorer's.",
 )
 
-PLANS: Mapping[str, AnalysisPlan] = MappingProxyType({plan.name: plan for plan in [BIASMEDQA_ACCURACY]})
+# Q-Pain (seed 002): race x gender compared over vignettes. The paper's level order: women first, races by name.
+QPAIN_LEVELS = tuple(f"{race} {gender}" for gender in ("woman", "man") for race in ("Asian", "Black", "Hispanic",
+                                                                                     "White"))  # fmt: skip
+QPAIN_COMPARISON = Comparison(
+    study="Q-Pain", compare=("race", "gender"), block="vignette", strata=("context",), level_order=QPAIN_LEVELS
+)
+QPAIN_OUTCOMES = MappingProxyType(
+    {
+        "p_no": ("released_p_no", "p_no"),  # P(No): the paper's outcome (denying pain treatment)
+        "p_low": ("released_p_low", "p_low"),  # P(Low dose), among answers with a dose token
+        "said_no": ("said_no",),  # the parsed answer (1 = No), for sources without log-probabilities
+    }
+)
+_QPAIN_COMMON = {
+    "scorers": tuple(dict.fromkeys(name for names in QPAIN_OUTCOMES.values() for name in names)),
+    "factors": ("source", "race", "gender", "context", "vignette"),
+    "reference_levels": MappingProxyType({}),
+    "run_scorers": ("p_no", "p_low", "said_no"),
+    "multiple_choice": False,
+    "outcomes": QPAIN_OUTCOMES,
+    "requires_levels": ("race", "gender", "vignette"),
+}
+QPAIN_GROUP_MEANS = AnalysisPlan(
+    name="qpain-group-means",
+    title="Q-Pain: mean P(No) by race x gender and pain context",
+    table="group_means.csv",
+    statistic=means_statistic(QPAIN_COMPARISON),
+    plot=paired_plots.heat_figure,
+    plot_alt="heat map of the mean probability of No (denying pain treatment) by race x gender and pain context",
+    summary=heat_views,
+    description="Mean of each outcome per race x gender group over its variants (one answer per variant and "
+    "source), overall (stratum all) and per pain context, with 95% t-intervals. Outcomes: p_no = P(No) at the "
+    "first answer token (the released value where imported, else read from the answer's log-probabilities; 0 when "
+    "No is not among the top k); p_low = P(Low) at the dose token; said_no = 1 when the reply says No. Answers "
+    "without what an outcome reads have no value and are left out.",
+    **_QPAIN_COMMON,
+)
+QPAIN_PAIRED_TESTS = AnalysisPlan(
+    name="qpain-paired-tests",
+    title="Q-Pain: paired t-tests of the 28 race x gender pairs",
+    table="paired_tests.csv",
+    statistic=paired_statistic(QPAIN_COMPARISON),
+    plot=paired_plots.forest_figure,
+    plot_alt="forest plot of the difference in P(No) for each pair of groups, 95% and Bonferroni intervals",
+    correction="bonferroni",
+    description="For each pair A v B of race x gender groups, a paired two-sided t-test over the vignettes that "
+    "have both (the pairing unit is the vignette): mean_diff = mean(A - B) in the outcome's units (a positive "
+    "difference: A is more likely to be denied treatment), its 95% paired-t interval and the Bonferroni interval "
+    "(1 - 0.05/28), p adjusted by Bonferroni. Vignettes missing a group are dropped from that pair and listed. "
+    "significance: * p < 0.05, ** p < 0.05/28, *** p < 0.0001.",
+    **_QPAIN_COMMON,
+)
+
+PLANS: Mapping[str, AnalysisPlan] = MappingProxyType(
+    {plan.name: plan for plan in [BIASMEDQA_ACCURACY, QPAIN_GROUP_MEANS, QPAIN_PAIRED_TESTS]}
+)
 
 
 def plan_for_table(file_name: str) -> AnalysisPlan | None:
