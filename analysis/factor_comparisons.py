@@ -81,15 +81,14 @@ def means_statistic(comparison: Comparison) -> Callable[..., pd.DataFrame]:
         shaped = comparison.shape(values)
         if shaped.empty:
             return pd.DataFrame(columns=paired.GROUP_COLUMNS)
-        return paired.group_means(
-            shaped, strata=comparison.strata, family=FAMILY, level_order=comparison.order(shaped)
-        )
+        return paired.group_means(shaped, strata=comparison.strata, family=FAMILY, level_order=comparison.order(shaped))
 
     return statistic
 
 
-
-def heat_views(group_means_table: pd.DataFrame, *, outcome: str = "p_no", label: str = "P(No)") -> list[tuple[str, pd.DataFrame]]:
+def heat_views(
+    group_means_table: pd.DataFrame, *, outcome: str = "p_no", label: str = "P(No)"
+) -> list[tuple[str, pd.DataFrame]]:
     """The compact views of a group-means table (the paper's Figure 2a): per source, the outcome's mean per level
     (rows) and stratum (columns), as (title, table) pairs."""
     if group_means_table.empty or "outcome" not in group_means_table.columns:

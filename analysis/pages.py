@@ -186,7 +186,8 @@ def heat_display(title: str, view: pd.DataFrame) -> dict:
                 cells.append({"text": "–", "style": ""})
                 continue
             share = (float(value) - low) / (high - low) if high > low else 0.0
-            cells.append({"text": f"{100 * float(value):.1f} %", "style": f"background: hsl(25 90% {96 - 36 * share:.0f}%)"})
+            shade = f"background: hsl(25 90% {96 - 36 * share:.0f}%)"
+            cells.append({"text": f"{100 * float(value):.1f} %", "style": shade})
         rows.append({"label": str(label), "cells": cells})
     return {"title": title, "columns": [str(column) for column in view.columns], "rows": rows}
 
