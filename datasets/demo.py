@@ -1,5 +1,5 @@
-"""Demo content: real Q-Pain answers, EquityMedQA samples, MedQA with the BiasMedQA recipes and a stand-in model,
-and one login per role.
+"""Demo content: real Q-Pain answers, the Q-Pain vignettes with their recipes, EquityMedQA samples, MedQA with the
+BiasMedQA recipes and a stand-in model, and one login per role.
 
 The data comes from the committed files in `datasets/demo_data/` (provenance in its SOURCE.md) and goes
 through the same importers as a coordinator's uploads, so the demo exercises them and stays idempotent
@@ -21,10 +21,12 @@ from raters.roles import ANALYST, COORDINATOR, sync_role_groups
 
 from .importers import ImportReport
 from .importers.answers import AnswerOptions
+from .importers.qpain import QPAIN_DATASET, import_qpain_vignettes
 from .importers.questions import MEDQA_DATASET, QuestionOptions
 from .models import Answer, AnswerSource, Dataset
 from .services import import_answers, import_questions
 from .variants.biasmedqa_recipes import ensure_biasmedqa_recipes
+from .variants.qpain_recipes import ensure_qpain_recipes
 
 DEMO_DATA = Path(__file__).resolve().parent / "demo_data"
 
@@ -187,6 +189,9 @@ def load_demo_data(*, data_dir: Path = DEMO_DATA) -> list[ImportReport]:
         AnswerSource.objects.filter(name=name, description="").update(description=description)
     AnswerSource.objects.get_or_create(name=STAND_IN, defaults=STAND_IN_DETAILS)
     ensure_biasmedqa_recipes()
+    # Q-Pain's 55 vignettes (the release's own files) and its closed-prompt recipes drawing examples from them.
+    reports.append(import_qpain_vignettes(data_dir / "qpain"))
+    ensure_qpain_recipes(Dataset.objects.get(name=QPAIN_DATASET))
     return reports
 
 

@@ -30,7 +30,10 @@ class RecipeJSONField(StorableJSONField):
 
     def __init__(self, *, setting: str, **kwargs):
         self.setting = setting
-        super().__init__(help_text=PromptRecipe._meta.get_field(setting).help_text, **kwargs)
+        help_text = PromptRecipe._meta.get_field(setting).help_text
+        if setting == "examples":  # the model's help text predates "where", "template" and "replace"
+            help_text = recipe_pages.EXAMPLES_HELP
+        super().__init__(help_text=help_text, **kwargs)
 
     def to_internal_value(self, data):
         value = super().to_internal_value(data)

@@ -128,7 +128,7 @@ class PromptRecipeForm(forms.ModelForm):
             self.fields[name] = RecipeJSONField(
                 name=name,
                 required=False,
-                help_text=model_field.help_text,
+                help_text=recipe_pages.EXAMPLES_HELP if name == "examples" else model_field.help_text,
                 widget=forms.Textarea(attrs={"rows": 6 if name in {"level_texts", "examples"} else 2}),
             )
         self.fields["examples_pool"].queryset = Dataset.objects.order_by("name")

@@ -32,6 +32,14 @@ PREVIEW_MODEL = "<the source's model>"
 LEVEL_PAIR = re.compile(r"^\s*(\w+)\s*=\s*([^=,]+?)\s*$")
 LEVEL_FACTOR = re.compile(r"^\w+$")
 EXAMPLE_ANSWERS = ("wrong", "correct")
+EXAMPLE_KEYS = ("header", "answer", "where", "template", "replace")
+EXAMPLES_HELP = (
+    "Worked examples before the question, each drawn from the pool by the seeded rule: a list of objects with "
+    '"header" ({level: text}, "*" for any other level), "answer" ("wrong" or "correct": the letter it is answered '
+    'with), "where" ({metadata field: value}: only pool questions with these values), "template" (the example\'s '
+    'own text over its fields, e.g. "Answer: {answer}"; instead of the item block and letter) and "replace" '
+    "([[old, new], ...], applied in order to the example's text)."
+)
 
 
 class LevelsError(ValueError):
@@ -53,32 +61,80 @@ def json_field_problem(name: str, value) -> str | None:
         if not isinstance(value, list):
             return 'Write a JSON list of examples, e.g. [{"header": {"*": "### Example:"}, "answer": "wrong"}].'
         for number, spec in enumerate(value, start=1):
-            if not isinstance(spec, dict) or set(spec) - {"header", "answer"}:
-                return f'Example {number}: an object with "header" and "answer" only.'
-            header = spec.get("header", {})
-            if not isinstance(header, dict) or not all(isinstance(v, str) for v in header.values()):
-                return f'Example {number}: "header" is an object of level → text ("*" for any other level).'
-            if spec.get("answer", "wrong") not in EXAMPLE_ANSWERS:
-                return f'Example {number}: "answer" is "wrong" or "correct".'
+            if problem := example_problem(spec):
+                return f"Example {number}: {problem}"
     return None
 
 
+def example_problem(spec) -> str | None:
+    """Why one worked-example spec has the wrong shape, or None."""
+    if not isinstance(spec, dict) or set(spec) - set(EXAMPLE_KEYS):
+        return f"an object with the keys {', '.join(EXAMPLE_KEYS)} (each optional), nothing else."
+    header = spec.get("header", {})
+    if not isinstance(header, dict) or not all(isinstance(v, str) for v in header.values()):
+        return '"header" is an object of level → text ("*" for any other level).'
+    if spec.get("answer", "wrong") not in EXAMPLE_ANSWERS:
+        return '"answer" is "wrong" or "correct".'
+    where = spec.get("where", {})
+    if not isinstance(where, dict) or not all(
+        LEVEL_FACTOR.match(str(key)) and isinstance(v, str | int | float) for key, v in where.items()
+    ):
+        return '"where" is an object of metadata field → value, e.g. {"kind": "yes"}.'
+    if "template" in spec and not (isinstance(spec["template"], str) and spec["template"].strip()):
+        return '"template" is the example\'s text, e.g. "Question: {question}\\nAnswer: {answer}".'
+    if "answer" in spec and "template" in spec:
+        return '"answer" picks the letter after the item block; with a "template", the template writes the answer.'
+    replace = spec.get("replace", [])
+    if not isinstance(replace, list) or not all(
+        isinstance(pair, list) and len(pair) == 2 and all(isinstance(v, str) for v in pair) and pair[0]
+        for pair in replace
+    ):
+        return '"replace" is a list of [old, new] text pairs, applied in order, e.g. [["Patient D", "Patient A"]].'
+    return None
+
+
+def sample_questions(recipe: PromptRecipe) -> tuple[recipes.QuestionView, list[recipes.QuestionView], str]:
+    """What a recipe's templates are checked against: the first question of its examples pool (or the MedQA-shaped
+    sample when it has none), and for each worked example the pool's first question matching its `where`.
+    Returns (question, examples, description of the sample)."""
+    pool = recipe.examples_pool if recipe.examples_pool_id else None
+    first = pool.questions.order_by("id").first() if pool is not None else None
+    if first is None:
+        fields = ", ".join(SAMPLE_FIELDS)
+        return SAMPLE_QUESTION, [SAMPLE_QUESTION] * len(recipe.examples or []), f"a sample question with {fields}"
+    question = recipes.QuestionView.of(first)
+    examples = []
+    for number, spec in enumerate(recipe.examples or [], start=1):
+        where = spec.get("where") or {}
+        match = first
+        if where:
+            match = pool.questions.filter(**{f"metadata__{key}": v for key, v in where.items()}).order_by("id").first()
+            if match is None:
+                wanted = ", ".join(f"{key}={v}" for key, v in where.items())
+                raise recipes.RecipeError(f"examples: example {number}: the pool {pool.name!r} has no question with "
+                                          f"{wanted}")  # fmt: skip
+        examples.append(recipes.QuestionView.of(match))
+    values = recipes.item_values(question, recipe.settings())
+    fields = ", ".join(["question", "options", *sorted(set(values) - {"question", "options"})])
+    return question, examples, f"{first.external_id} of {pool.name!r}, with the fields {fields}"
+
+
 def check_recipe(recipe: PromptRecipe) -> None:
-    """Render the sample question (and the sample as each worked example) with the recipe; raises RecipeError."""
+    """Render a sample question (and samples as the worked examples) with the recipe; raises RecipeError."""
     if recipe.examples and recipe.examples_pool_id is None:
         raise recipes.RecipeError("examples: the recipe names no pool to draw them from")
-    settings = recipe.settings()
-    examples = [SAMPLE_QUESTION] * len(recipe.examples or [])
+    question, examples, described = sample_questions(recipe)
     try:
-        recipes.render_prompt(settings, SAMPLE_QUESTION, examples)
+        recipes.render_prompt(recipe.settings(), question, examples)
     except recipes.RecipeError as error:
-        fields = ", ".join(SAMPLE_FIELDS)
-        raise recipes.RecipeError(f"{error} (checked against a sample question with {fields})") from None
+        raise recipes.RecipeError(f"{error} (checked against {described})") from None
 
 
 def error_field(error: recipes.RecipeError) -> str | None:
     """The recipe field a RecipeError names (its message starts with it), or None."""
     name = str(error).split(":", 1)[0]
+    if name.startswith("examples "):  # "examples template: ..." names a worked example's own template
+        return "examples"
     return name if name in {"item_template", "options_format", "examples", "examples_pool"} else None
 
 

@@ -57,9 +57,9 @@ class Generator:
 
 
 def _registry() -> dict[str, Generator]:
-    from . import biasmedqa
+    from . import biasmedqa, qpain
 
-    return {generator.name: generator for generator in (biasmedqa.GENERATOR,)}
+    return {generator.name: generator for generator in (biasmedqa.GENERATOR, qpain.GENERATOR)}
 
 
 GENERATORS: dict[str, Generator] = _registry()

@@ -13,6 +13,7 @@ from django.core.management import call_command
 from django.test import Client
 
 from datasets.demo import CLINICIAN_REFERENCE, DEEPSEEK, DEMO_DATA, QPAIN_DEMO, STAND_IN
+from datasets.importers.qpain import QPAIN_DATASET
 from datasets.importers.questions import MEDQA_DATASET
 from datasets.models import Answer, AnswerSource, CounterfactualPair, Dataset, PromptRecipe, Question
 from raters.models import RaterProfile
@@ -108,7 +109,8 @@ def test_summary_counts_the_demo_datasets():
 
     assert f"dataset '{QPAIN_DEMO}': 48 questions, 24 pairs, 96 answers" in output
     assert f"dataset '{MEDQA_DATASET}': 1273 questions, 0 pairs, 0 answers" in output
-    assert "Demo ready: 9 datasets, 1401 questions, 50 pairs, 96 answers, 9 logins." in output
+    assert f"dataset '{QPAIN_DATASET}': 55 questions, 0 pairs, 0 answers" in output
+    assert "Demo ready: 10 datasets, 1456 questions, 50 pairs, 96 answers, 9 logins." in output
 
 
 def test_every_qpain_demo_question_has_one_answer_from_each_of_the_two_sources():
@@ -207,7 +209,7 @@ def test_medqa_the_biasmedqa_recipes_and_the_stand_in_source_are_there_for_the_w
     assert sorted(first.metadata["options"]) == ["A", "B", "C", "D", "E"]
     # Only MedQA's own questions: no BiasMedQA injection, variant or released response is bundled.
     assert not Question.objects.filter(metadata__has_key="bias_type").exists()
-    assert not Question.objects.exclude(levels={}).exists()
+    assert not Question.objects.exclude(levels={}).exclude(dataset__name=QPAIN_DATASET).exists()
     assert not Answer.objects.filter(question__dataset=medqa).exists()
     assert not Dataset.objects.filter(name__icontains="biasmedqa").exists()
 
@@ -216,3 +218,16 @@ def test_medqa_the_biasmedqa_recipes_and_the_stand_in_source_are_there_for_the_w
     stand_in = AnswerSource.objects.get(name=STAND_IN)
     assert (stand_in.kind, stand_in.base_url, stand_in.api_key_env) == ("model", "http://127.0.0.1:8089/v1", "")
     assert "scripts/stand_in_llm.py" in (REPO / "scripts" / "demo.sh").read_text()
+
+
+def test_the_qpain_vignettes_and_their_two_recipes_are_there_for_a_qpain_run():
+    run_seed_demo()
+
+    vignettes = Dataset.objects.get(name=QPAIN_DATASET)
+    assert vignettes.licence == "CC BY-SA 4.0" and vignettes.questions.count() == 55
+    assert vignettes.questions.filter(metadata__kind="yes").count() == 50
+    recipes = PromptRecipe.objects.filter(name__startswith="Q-Pain: closed prompt").order_by("name")
+    assert [(recipe.name, recipe.mode, recipe.examples_pool_id) for recipe in recipes] == [
+        ("Q-Pain: closed prompt (chat)", "chat", vignettes.pk),
+        ("Q-Pain: closed prompt (completion)", "completion", vignettes.pk),
+    ]

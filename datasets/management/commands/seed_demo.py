@@ -12,9 +12,10 @@ from studies.demo_ratings import seed_simulated_ratings
 class Command(BaseCommand):
     help = (
         "Load the demo data (Q-Pain answers from deepseek-32k and the Q-Pain clinician reference, counterfactual "
-        "pairs, EquityMedQA samples) through the importers, and create one demo login per role. Idempotent: a "
-        "re-run adds nothing twice, but it RESETS every demo user's password to a new random one, because "
-        "passwords are stored only as hashes; each run prints the logins as 'login <role> <username> <password>'."
+        "pairs, EquityMedQA samples, the 55 Q-Pain vignettes with the Q-Pain recipes) through the importers, and "
+        "create one demo login per role. Idempotent: a re-run adds nothing twice, but it RESETS every demo user's "
+        "password to a new random one, because passwords are stored only as hashes; each run prints the logins as "
+        "'login <role> <username> <password>'."
     )
 
     def handle(self, *args, **options):
