@@ -157,7 +157,8 @@ class VariantRunCreateSerializer(StrictInputSerializer):
     biases = serializers.ListField(
         child=serializers.ChoiceField(choices=[]),
         required=False,
-        help_text="The levels to make (BiasMedQA's biases). Empty: the generator's default levels.",
+        help_text="The levels to make (BiasMedQA's biases, Q-Pain's race x gender profiles such as \"Black woman\"). "
+        "Empty: the generator's default levels.",
     )
     limit = serializers.IntegerField(required=False, min_value=1, max_value=2**31 - 1,
                                      help_text="Only the first N base questions.")  # fmt: skip
@@ -175,8 +176,9 @@ class VariantRunCreateSerializer(StrictInputSerializer):
 
     def run_options(self) -> dict:
         return variant_pages.run_options(
-            biases=self.validated_data.get("biases"), limit=self.validated_data.get("limit")
-        )
+            generator=self.validated_data["generator"], biases=self.validated_data.get("biases"),
+            limit=self.validated_data.get("limit"),
+        )  # fmt: skip
 
 
 # --- Views ---------------------------------------------------------------------------------------

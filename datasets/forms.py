@@ -200,8 +200,9 @@ class VariantRunForm(forms.Form):
     base_dataset = forms.ModelChoiceField(queryset=Dataset.objects.order_by("name"), label="Base dataset")
     seed = forms.IntegerField(initial=0, help_text="Same generator, version and seed: the same variants.")
     biases = forms.MultipleChoiceField(
-        choices=[], widget=forms.CheckboxSelectMultiple, required=False, label="Levels (biases)",
-        help_text="Empty: the generator's default levels (BiasMedQA: the 7 biases, not the _v2 ones).",
+        choices=[], widget=forms.CheckboxSelectMultiple, required=False, label="Levels",
+        help_text="Empty: the generator's default levels (BiasMedQA: the 7 biases, not the _v2 ones; Q-Pain: all 8 "
+        "race x gender profiles).",
     )  # fmt: skip
     limit = forms.IntegerField(
         required=False, min_value=1, help_text="Only the first N base questions (a small trial). Empty: all."
@@ -223,5 +224,6 @@ class VariantRunForm(forms.Form):
 
     def run_options(self) -> dict:
         return variant_registry.run_options(
-            biases=self.cleaned_data.get("biases"), limit=self.cleaned_data.get("limit")
-        )
+            generator=self.cleaned_data["generator"], biases=self.cleaned_data.get("biases"),
+            limit=self.cleaned_data.get("limit"),
+        )  # fmt: skip

@@ -19,11 +19,13 @@ def level_choices() -> list[tuple[str, str]]:
     return [(level, level.replace("_", " ")) for level in seen]
 
 
-def run_options(*, biases: list[str] | None, limit: int | None) -> dict:
-    """A run's generator options from the page's or the API's fields (each level once, in the order given)."""
+def run_options(*, generator: str, biases: list[str] | None, limit: int | None) -> dict:
+    """A run's generator options from the page's or the API's fields (each level once, in the order given, under
+    the generator's own option: BiasMedQA's `biases`, Q-Pain's `levels`)."""
     options: dict = {}
     if biases:
-        options["biases"] = list(dict.fromkeys(biases))
+        found = GENERATORS.get(generator)
+        options[found.levels_option if found else "levels"] = list(dict.fromkeys(biases))
     if limit:
         options["limit"] = limit
     return options

@@ -54,6 +54,8 @@ class Generator:
     # Question filter (ORM lookups) choosing the base questions it applies to: Q-Pain's "Yes" vignettes only
     # (metadata__kind="yes"); the run's total counts only these.
     base_filter: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    # The option that takes the levels chosen on the variant pages and the API (BiasMedQA's `biases`).
+    levels_option: str = "levels"
 
 
 def _registry() -> dict[str, Generator]:

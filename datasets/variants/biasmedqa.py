@@ -259,4 +259,5 @@ GENERATOR = Generator(
     variants=variants,
     per_base=lambda options: len(options["biases"]),
     dataset_name=dataset_name,
+    levels_option="biases",
 )

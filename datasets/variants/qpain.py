@@ -56,7 +56,7 @@ NO = "no"
 # What a variant copies of its base vignette's metadata (besides the filled `query`).
 COPIED = ("answer", "dosage", "explanation", "context_name", "dose_low", "dose_high", "kind", "vignette_idx")
 NAME_KEY = re.compile(r"^(?P<context>\w+)/(?P<number>\d{2})/(?P<race>\w+)/(?P<gender>\w+)$")
-OPTIONS = ("races", "genders", "names", "names_label", "limit", "dataset")
+OPTIONS = ("levels", "races", "genders", "names", "names_label", "limit", "dataset")
 
 
 def fill(text: str, race: str, gender: str, name: str) -> str:
@@ -133,8 +133,21 @@ def check_options(options: dict) -> dict:
     unknown = set(options) - set(OPTIONS)
     if unknown:
         raise VariantOptionsError(f"unknown options: {', '.join(sorted(unknown))}; known: {', '.join(OPTIONS)}")
-    options["races"] = _levels_list(options, "races", RACES)
-    options["genders"] = _levels_list(options, "genders", GENDERS)
+    if options.get("levels") is not None:
+        # Chosen "Race gender" profiles (the variant pages' level boxes): any subset, not only a product.
+        if options.get("races") is not None or options.get("genders") is not None:
+            raise VariantOptionsError("give either levels or races and genders, not both")
+        levels = options["levels"]
+        if isinstance(levels, str) or not isinstance(levels, list) or not levels:
+            raise VariantOptionsError('levels must be a non-empty list such as ["Black woman", "White man"]')
+        unknown = [level for level in levels if level not in LEVELS]
+        if unknown:
+            raise VariantOptionsError(f"unknown level {', '.join(map(str, unknown))}; known: {', '.join(LEVELS)}")
+        if len(set(levels)) != len(levels):
+            raise VariantOptionsError("a level is named twice")
+    else:
+        options["races"] = _levels_list(options, "races", RACES)
+        options["genders"] = _levels_list(options, "genders", GENDERS)
     if options.get("names") is not None and (problem := _names_problem(options["names"])):
         raise VariantOptionsError(problem)
     for key in ("names_label", "dataset"):
@@ -165,6 +178,13 @@ def _context_of(base: BaseQuestion) -> tuple[str, int]:
     return context, vignette_idx
 
 
+def profiles(options: dict) -> list[tuple[str, str]]:
+    """The (race, gender) pairs a run makes: the chosen levels, else every race with every gender."""
+    if options.get("levels") is not None:
+        return [tuple(level.split(" ", 1)) for level in options["levels"]]  # type: ignore[misc]
+    return [(race, gender) for race in options["races"] for gender in options["genders"]]
+
+
 def variants(base: BaseQuestion, seed: int, options: dict):
     """The variants of one "Yes" vignette: one per (race, gender) asked, the name read from the names table or
     drawn."""
@@ -173,29 +193,28 @@ def variants(base: BaseQuestion, seed: int, options: dict):
     generator = {"name": NAME, "version": VERSION, "seed": seed}
     if names is not None:
         generator["names"] = options.get("names_label") or "table"
-    for race in options["races"]:
-        for gender in options["genders"]:
-            if names is not None:
-                key = name_key(context, vignette_idx, race, gender)
-                name = names.get(key)
-                if name is None:
-                    raise VariantOptionsError(f"the names table has no name for {key}")
-            else:
-                name = drawn_name(seed, context, race, gender, vignette_idx)
-            metadata = {key: base.metadata[key] for key in COPIED if key in base.metadata}
-            yield VariantSpec(
-                external_id=variant_id(base.external_id, race, gender),
-                text=fill(base.text, race, gender, name),
-                levels={"context": context, "vignette": base.external_id, "race": race, "gender": gender},
-                metadata={
-                    **metadata,
-                    "query": fill(base.metadata["query"], race, gender, name),
-                    "name": name,
-                    "race": race,
-                    "gender": gender,
-                    "generator": generator,
-                },
-            )
+    for race, gender in profiles(options):
+        if names is not None:
+            key = name_key(context, vignette_idx, race, gender)
+            name = names.get(key)
+            if name is None:
+                raise VariantOptionsError(f"the names table has no name for {key}")
+        else:
+            name = drawn_name(seed, context, race, gender, vignette_idx)
+        metadata = {key: base.metadata[key] for key in COPIED if key in base.metadata}
+        yield VariantSpec(
+            external_id=variant_id(base.external_id, race, gender),
+            text=fill(base.text, race, gender, name),
+            levels={"context": context, "vignette": base.external_id, "race": race, "gender": gender},
+            metadata={
+                **metadata,
+                "query": fill(base.metadata["query"], race, gender, name),
+                "name": name,
+                "race": race,
+                "gender": gender,
+                "generator": generator,
+            },
+        )
 
 
 def dataset_name(seed: int, options: dict) -> str:
@@ -215,7 +234,7 @@ GENERATOR = Generator(
     "(Logé et al. 2021).",
     check_options=check_options,
     variants=variants,
-    per_base=lambda options: len(options["races"]) * len(options["genders"]),
+    per_base=lambda options: len(profiles(options)),
     dataset_name=dataset_name,
     base_filter=MappingProxyType({"metadata__kind": YES}),
 )

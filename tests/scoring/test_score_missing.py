@@ -21,8 +21,16 @@ def _answer(text, answer_idx="C", **kwargs):
 def test_scores_each_answer_once_and_a_second_run_adds_nothing():
     correct, wrong, nr, refused = _answer("C"), _answer("B: no"), _answer("NR"), _answer("C", refusal=True)
     counts = score_missing(scorer="letter", answers=Answer.objects.all(), batch_size=3)
-    assert counts == {"version": 1, "scored": 4, "skipped_no_key": 0, "correct": 1, "wrong": 1, "non_response": 2,
-                      "measured": 0, "missing": 0}
+    assert counts == {
+        "version": 1,
+        "scored": 4,
+        "skipped_no_key": 0,
+        "correct": 1,
+        "wrong": 1,
+        "non_response": 2,
+        "measured": 0,
+        "missing": 0,
+    }
     outcomes = dict(Score.objects.filter(scorer="letter", version=1).values_list("answer_id", "outcome"))
     assert outcomes == {correct.pk: "correct", wrong.pk: "wrong", nr.pk: "non_response", refused.pk: "non_response"}
     assert Score.objects.get(answer=wrong).value == {"letter": "B"}

@@ -19,7 +19,10 @@ class Command(BaseCommand):
         parser.add_argument("generator", choices=sorted(GENERATORS))
         parser.add_argument("--base", required=True, help='The base dataset, e.g. "MedQA (USMLE test)".')
         parser.add_argument("--seed", type=int, default=0)
-        parser.add_argument("--biases", nargs="+", help="Levels to make (default: the generator's own).")
+        parser.add_argument(
+            "--levels", "--biases", dest="levels", nargs="+",
+            help='Levels to make (default: the generator\'s own): BiasMedQA\'s biases, Q-Pain\'s "Black woman" ...',
+        )  # fmt: skip
         parser.add_argument("--limit", type=int, help="Only the first N base questions (by id), for small demos.")
         parser.add_argument(
             "--letters", help="A JSONL table of qid, bias_type, bias_answer_idx (e.g. biasmedqa_injections.jsonl)."
@@ -32,8 +35,8 @@ class Command(BaseCommand):
             names = ", ".join(repr(name) for name in Dataset.objects.values_list("name", flat=True)) or "none"
             raise CommandError(f"No dataset named {opts['base']!r}. Datasets: {names}.")
         options: dict = {}
-        if opts["biases"]:
-            options["biases"] = opts["biases"]
+        if opts["levels"]:
+            options[GENERATORS[opts["generator"]].levels_option] = opts["levels"]
         if opts["limit"] is not None:
             options["limit"] = opts["limit"]
         if opts["dataset"]:
