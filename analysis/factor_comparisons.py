@@ -60,6 +60,20 @@ class Comparison:
 FAMILY = ("study", "outcome", "source", "factor")
 
 
+def _outcome_order(values: pd.DataFrame) -> list[str]:
+    """The plan's order of outcomes (a categorical's categories), else their order of appearance."""
+    column = values["outcome"]
+    categories = column.cat.categories if isinstance(column.dtype, pd.CategoricalDtype) else column.unique()
+    return [str(outcome) for outcome in categories]
+
+
+def _in_order(table: pd.DataFrame, outcomes: list[str]) -> pd.DataFrame:
+    """Rows by the plan's outcome order (P(No), the paper's outcome, first); within one, as computed."""
+    rank = {outcome: index for index, outcome in enumerate(outcomes)}
+    keys = table["outcome"].map(lambda outcome: rank.get(str(outcome), len(rank)))
+    return table.iloc[keys.argsort(kind="stable")].reset_index(drop=True)
+
+
 def paired_statistic(comparison: Comparison) -> Callable[..., pd.DataFrame]:
     """A plan statistic: paired tests of every pair of the comparison's levels (paired_tests.csv)."""
 
@@ -67,9 +81,10 @@ def paired_statistic(comparison: Comparison) -> Callable[..., pd.DataFrame]:
         shaped = comparison.shape(values)
         if shaped.empty:
             return pd.DataFrame(columns=paired.PAIRED_COLUMNS)
-        return paired.paired_tests(
+        table = paired.paired_tests(
             shaped, family=FAMILY, level_order=comparison.order(shaped), correction=comparison.correction
         )
+        return _in_order(table, _outcome_order(values))
 
     return statistic
 

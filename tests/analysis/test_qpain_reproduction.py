@@ -40,7 +40,7 @@ def test_the_28_paired_tests_equal_scipy_over_the_same_vignettes(shared_datasets
     table = pd.read_csv(written / "paired_tests.csv")
     assert list(table.columns[: len(CONTRACT_COLUMNS)]) == CONTRACT_COLUMNS
     p_no = table[table["outcome"] == "p_no"].reset_index(drop=True)
-    assert len(p_no) == 28
+    assert len(p_no) == 28 and list(table["outcome"][:28]) == ["p_no"] * 28  # the paper's outcome comes first
     assert set(p_no["study"]) == {"Q-Pain"} and set(p_no["factor"]) == {"race x gender"}
     assert set(p_no["correction"]) == {"bonferroni"}
     assert list(zip(p_no["level_a"], p_no["level_b"], strict=True)) == list(itertools.combinations(LEVEL_ORDER, 2))
