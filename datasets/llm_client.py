@@ -6,9 +6,11 @@ local HTTP server that speaks the same protocol. Retries belong to the caller (a
 its budget; this module only says whether an error is worth retrying.
 """
 
+import functools
 import http.client
 import json
 import os
+import ssl
 import time
 import urllib.error
 import urllib.request
@@ -171,6 +173,14 @@ def text_completion(
         raise LLMError(f"unexpected response shape: {str(payload)[:300]}") from error
 
 
+@functools.cache
+def _tls_context() -> ssl.SSLContext:
+    """One verifying TLS context for every request: build_opener would otherwise make a new one per request,
+    loading the system's CA bundle each time (~25 ms of CPU, half a generation worker's time per request,
+    benchmarks/qpain_requests.py). A context is safe to share between threads once configured."""
+    return ssl.create_default_context()
+
+
 def _post(base_url: str, path: str, body: dict, *, timeout: float, api_key_env: str) -> tuple[dict, int]:
     """POST the JSON body to base_url + path: (the decoded answer, milliseconds); raises LLMError."""
     url = base_url.rstrip("/") + path
@@ -181,7 +191,7 @@ def _post(base_url: str, path: str, body: dict, *, timeout: float, api_key_env: 
         if request.host.lower() != urlsplit(url).netloc.lower():
             raise KeyNotAllowed(f"{base_url!r} is not a URL an API key can be sent to")
         request.add_header("Authorization", f"Bearer {api_key_for(variable=api_key_env, url=url)}")
-    handlers: list = [_RefuseRedirects()]
+    handlers: list = [_RefuseRedirects(), urllib.request.HTTPSHandler(context=_tls_context())]
     if key_hosts.is_loopback(urlsplit(url).hostname or ""):
         handlers.append(urllib.request.ProxyHandler({}))  # a proxy cannot reach this machine's loopback
     start = time.monotonic()
