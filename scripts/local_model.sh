@@ -98,7 +98,7 @@ serve() {
   echo "local_model: $alias_name at http://$host:$port/v1 (OpenAI-compatible; Ctrl-C stops it)"
   # n_ctx 2048: Q-Pain's closed prompts are at most ~1,130 tokens (three examples) plus 150 to generate.
   # logits_all: completions with log-probabilities need every position's logits. Temperature 0 is greedy;
-  # the seed fixes anything sampled. Two threads: the same numbers on any machine with two cores or more.
+  # the seed fixes anything sampled. Two threads: the numbers do not depend on the count (1, 2 and 4 checked).
   exec "$python" -m llama_cpp.server --model "$(gguf_path)" --model_alias "$alias_name" \
     --host "$host" --port "$port" --n_ctx 2048 --n_threads 2 --n_threads_batch 2 --seed 42 \
     --logits_all true --verbose false
