@@ -1,10 +1,13 @@
-.PHONY: demo test lint format check
+.PHONY: demo test lint format check local-model
 
 demo:  ## Run the app on SQLite with eager Celery and demo data
 	scripts/demo.sh
 
 test:  ## Run the test suite against PostgreSQL, Redis and a Celery worker
 	scripts/test.sh
+
+local-model:  ## A real local model (SmolLM2-135M on the CPU) at http://127.0.0.1:8091/v1; installs it the first time
+	scripts/local_model.sh
 
 lint:  ## ruff, and mypy --strict on the pure statistics of analysis/
 	scripts/bootstrap.sh requirements-dev.txt

@@ -8,7 +8,7 @@ if ! command -v docker-compose >/dev/null 2>&1 && ! docker compose version >/dev
 fi
 workdir=$(mktemp -d)
 trap 'rm -rf "$workdir"' EXIT
-cp docker-compose.yml Dockerfile "$workdir"/
+cp docker-compose.yml Dockerfile Dockerfile.local-model "$workdir"/
 cp .env.example "$workdir/.env"
 sed -i "s/^POSTGRES_PASSWORD=.*/POSTGRES_PASSWORD=validation-only/" "$workdir/.env"
 if docker compose version >/dev/null 2>&1; then
