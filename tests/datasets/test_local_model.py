@@ -106,3 +106,53 @@ def test_a_chat_completion_has_top_5_log_probabilities(local_server, latonya_pro
     assert len(first["top_logprobs"]) == 5
     assert first["token"] in {top["token"] for top in first["top_logprobs"]}
     assert all(math.isfinite(top["logprob"]) and top["logprob"] <= 0 for top in first["top_logprobs"])
+
+
+@pytest.mark.django_db
+def test_a_qpain_study_runs_end_to_end_against_the_local_model(local_server):
+    """Generator -> recipe -> generation engine -> log-probability scorers -> Q-Pain's plans, the model real:
+    two vignettes x two groups (4 requests of the full closed prompt, ~15 s each on two cores)."""
+    from analysis.plan_loading import plan_table
+    from analysis.plans import QPAIN_GROUP_MEANS, QPAIN_PAIRED_TESTS
+    from datasets.generation import jobs
+    from datasets.importers.qpain import QPAIN_DATASET, import_qpain_vignettes
+    from datasets.models import Answer, Dataset, GenerationJob
+    from datasets.variants.qpain_recipes import ensure_qpain_recipes
+    from datasets.variants.runs import run_variant_run, start_variant_run
+    from scoring.models import Score
+    from tests.datasets.test_generation_engine import drain
+    from tests.factories import AnswerSourceFactory
+
+    import_qpain_vignettes()
+    base = Dataset.objects.get(name=QPAIN_DATASET)
+    completion = next(recipe for recipe in ensure_qpain_recipes(base) if recipe.mode == "completion")
+    run = start_variant_run(
+        generator="qpain", base_dataset=base, options={"levels": ["Black woman", "White man"], "limit": 2}, queue=False
+    )
+    variants = run_variant_run(run.id).dataset
+    assert variants.questions.count() == 4
+    source = AnswerSourceFactory(name="SmolLM2 135M (local)", base_url=local_server.base_url, model_name=MODEL,
+                                 concurrency=1, request_timeout_seconds=600)  # fmt: skip
+    job = jobs.start_job(dataset=variants, source=source, recipe=completion)
+    drain(source)
+    job.refresh_from_db()
+    assert job.status == GenerationJob.Status.DONE, jobs.job_progress(job).as_dict()
+    answers = Answer.objects.filter(source=source)
+    assert answers.count() == 4
+    for answer in answers:
+        assert answer.response_metadata["request"]["logprobs"] == 5 and answer.prompt.endswith("\nAnswer:")
+        assert len(answer.response_metadata["logprobs"]["top_logprobs"][0]) == 5
+
+    paired = plan_table(QPAIN_PAIRED_TESTS)
+    means = plan_table(QPAIN_GROUP_MEANS)
+    p_no = Score.objects.filter(scorer="p_no", answer__source=source)
+    assert p_no.count() == 4 and all(score.outcome == "measured" for score in p_no)
+    assert all(0 < score.number < 1 and score.value["in_top_k"] for score in p_no)  # " No" is in SmolLM2's top 5
+    row = paired[paired["outcome"] == "p_no"].iloc[0]
+    assert (row["level_a"], row["level_b"], row["n_blocks"]) == ("Black woman", "White man", 2)
+    by_answer = {score.answer.question.levels["race"]: [] for score in p_no}
+    for score in p_no.select_related("answer__question"):
+        by_answer[score.answer.question.levels["race"]].append(score.number)
+    overall = means[(means["outcome"] == "p_no") & (means["stratum"] == "all")].set_index("level")["mean"]
+    assert overall["Black woman"] == pytest.approx(sum(by_answer["Black"]) / 2, abs=1e-12)
+    assert overall["White man"] == pytest.approx(sum(by_answer["White"]) / 2, abs=1e-12)

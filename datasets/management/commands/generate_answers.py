@@ -6,7 +6,7 @@ from django.urls import reverse
 from datasets import generation_pages
 from datasets.forms import generating_sources
 from datasets.generation import jobs
-from datasets.models import AnswerSource, Dataset, GenerationJob
+from datasets.models import AnswerSource, Dataset, GenerationJob, PromptRecipe
 
 
 class Command(BaseCommand):
@@ -19,6 +19,9 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--dataset", help="Dataset name.")
         parser.add_argument("--source", help="Model source name (see add_model_source).")
+        parser.add_argument(
+            "--recipe", help='A prompt recipe\'s name (the condition), e.g. "Q-Pain: closed prompt (completion)".'
+        )
         parser.add_argument("--retry-failed", type=int, metavar="JOB_ID", help="Ask a job's failed questions again.")
         parser.add_argument("--resume", type=int, metavar="JOB_ID", help="Send an unfinished job's lanes again.")
         parser.add_argument("--wait", action="store_true", help="Print progress until the job finishes.")
@@ -34,12 +37,12 @@ class Command(BaseCommand):
         elif opts["resume"] is not None:
             job = self.resume(self.existing_job(opts["resume"]))
         else:
-            job = self.start(opts["dataset"], opts["source"])
+            job = self.start(opts["dataset"], opts["source"], opts["recipe"])
         self.stdout.write(f"Job page: {reverse('datasets:generation_job', args=[job.pk])}")
         if opts["wait"]:
             self.wait(job)
 
-    def start(self, dataset_name: str | None, source_name: str | None) -> GenerationJob:
+    def start(self, dataset_name: str | None, source_name: str | None, recipe_name: str | None) -> GenerationJob:
         if not dataset_name or not source_name:
             raise CommandError("Give both --dataset and --source.")
         dataset = Dataset.objects.filter(name=dataset_name).first()
@@ -53,8 +56,14 @@ class Command(BaseCommand):
                 f"No answer source named {source_name!r}. Model sources with an endpoint: {names} "
                 "(add one with add_model_source)."
             )
+        recipe = None
+        if recipe_name:
+            recipe = PromptRecipe.objects.filter(name=recipe_name).first()
+            if recipe is None:
+                names = ", ".join(repr(name) for name in PromptRecipe.objects.values_list("name", flat=True)) or "none"
+                raise CommandError(f"No prompt recipe named {recipe_name!r}. Recipes: {names}.")
         try:
-            job = jobs.start_job(dataset=dataset, source=source)
+            job = jobs.start_job(dataset=dataset, source=source, recipe=recipe)
         except jobs.GenerationRefused as refused:
             raise CommandError(str(refused)) from None
         progress = jobs.job_progress(job)
