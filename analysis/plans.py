@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
+from typing import Any
 
 import pandas as pd
 
@@ -89,7 +90,7 @@ QPAIN_OUTCOMES = MappingProxyType(
         "said_no": ("said_no",),  # the parsed answer (1 = No), for sources without log-probabilities
     }
 )
-_QPAIN_COMMON = {
+_QPAIN_COMMON: dict[str, Any] = {
     "scorers": tuple(dict.fromkeys(name for names in QPAIN_OUTCOMES.values() for name in names)),
     "factors": ("source", "race", "gender", "context", "vignette"),
     "reference_levels": MappingProxyType({}),

@@ -80,13 +80,13 @@ def _with_chosen(token: str, logprob: float, top: list[tuple[str, float]]) -> tu
     return tuple(top)
 
 
-def _chat_position(entry: dict) -> Position:
+def _chat_position(entry: dict[str, Any]) -> Position:
     token, logprob = str(entry["token"]), _logprob(entry["logprob"])
     top = [(str(item["token"]), _logprob(item["logprob"])) for item in entry.get("top_logprobs") or []]
     return Position(token, logprob, _with_chosen(token, logprob, top))
 
 
-def _legacy_positions(raw: dict) -> list[Position]:
+def _legacy_positions(raw: dict[str, Any]) -> list[Position]:
     tokens, logprobs, tops = raw["tokens"], raw["token_logprobs"], raw.get("top_logprobs")
     if not isinstance(tokens, list) or not isinstance(logprobs, list) or len(tokens) != len(logprobs):
         raise ValueError("tokens and token_logprobs differ")
