@@ -172,3 +172,24 @@ def test_a_refused_job_is_a_command_error(dataset):
 def test_options_must_name_one_thing_to_do(args):
     with pytest.raises(CommandError, match="Give"):
         run(*args)
+
+
+def test_a_job_under_a_named_recipe_sends_the_recipes_request_and_an_unknown_recipe_is_refused(dataset):
+    from datasets.models import PromptRecipe
+
+    recipe = PromptRecipe.objects.create(
+        name="Plain completion", mode=PromptRecipe.Mode.COMPLETION, item_template="Q: {question}\nA:",
+        max_tokens=20, stop=["##"],
+    )  # fmt: skip
+    with FakeLLM() as server:
+        AnswerSourceFactory(name="Stand-in", base_url=server.base_url, model_name="stand-in", concurrency=1)
+        with pytest.raises(CommandError, match="No prompt recipe named 'Nope'. Recipes: 'Plain completion'"):
+            call_command("generate_answers", dataset="Sample", source="Stand-in", recipe="Nope", stdout=StringIO())
+        call_command("generate_answers", dataset="Sample", source="Stand-in", recipe="Plain completion", wait=True,
+                     stdout=StringIO())  # fmt: skip
+    job = GenerationJob.objects.get()
+    assert job.recipe == recipe and job.status == GenerationJob.Status.DONE
+    assert sorted(body["prompt"] for body in server.requests) == [f"Q: Question {n}: is this dose right?\nA:"
+                                                                  for n in range(4)]  # fmt: skip
+    assert all(body["stop"] == ["##"] and body["max_tokens"] == 20 for body in server.requests)
+    assert Answer.objects.count() == 4

@@ -147,6 +147,10 @@ def test_the_generator_is_registered_with_its_factor_levels_and_base_filter():
         ({"names": {"acute_cancer/00/Black/woman": " "}}, "the name must be a non-empty text"),
         ({"names_label": "deepseek-32k"}, "give the table (names) too"),
         ({"limit": 0}, "limit must be a whole number"),
+        ({"levels": ["Black woman"], "races": ["Black"]}, "give either levels or races and genders"),
+        ({"levels": "Black woman"}, "levels must be a non-empty list"),
+        ({"levels": ["Black woman", "Martian man"]}, "unknown level Martian man"),
+        ({"levels": ["Black woman", "Black woman"]}, "a level is named twice"),
     ],
 )
 def test_wrong_options_are_refused_saying_why(options, message):
@@ -208,3 +212,22 @@ def test_generate_variants_runs_qpain_from_the_command_line():
     call_command("generate_variants", "qpain", "--base", QPAIN_DATASET, "--limit", "2", stdout=out)
 
     assert "Variants: 16 (16 created, 0 already there)" in out.getvalue()
+
+
+@pytest.mark.django_db
+def test_chosen_levels_make_only_those_profiles_from_the_command_line_and_the_pages_options():
+    from datasets.variant_pages import run_options
+
+    import_qpain_vignettes()
+    out = StringIO()
+    call_command(
+        "generate_variants", "qpain", "--base", QPAIN_DATASET, "--limit", "3", "--levels", "Black woman", "White man",
+        stdout=out,
+    )  # fmt: skip
+    assert "Variants: 6 (6 created, 0 already there)" in out.getvalue()
+    made = Question.objects.exclude(dataset__name=QPAIN_DATASET)
+    assert Counter((q.levels["race"], q.levels["gender"]) for q in made) == {("Black", "woman"): 3, ("White", "man"): 3}
+    assert VariantRun.objects.get().options["levels"] == ["Black woman", "White man"]
+    # The pages and the API hand the chosen levels to each generator under its own option.
+    assert run_options(generator="qpain", biases=["White man"], limit=None) == {"levels": ["White man"]}
+    assert run_options(generator="biasmedqa", biases=["recency"], limit=2) == {"biases": ["recency"], "limit": 2}
