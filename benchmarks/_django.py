@@ -1,7 +1,9 @@
 """Shared set-up for the benchmark scripts: Django on PostgreSQL, and a throw-away database per run."""
 
 import os
+import statistics
 import sys
+import time
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -28,3 +30,13 @@ def own_test_database():
         yield
     finally:
         teardown_databases(databases, verbosity=0)
+
+
+def timed(function, repeat: int):
+    """(median seconds over `repeat` calls, the last result)."""
+    seconds, result = [], None
+    for _ in range(repeat):
+        started = time.perf_counter()
+        result = function()
+        seconds.append(time.perf_counter() - started)
+    return statistics.median(seconds), result

@@ -19,14 +19,13 @@ and prints a Markdown table with the peak memory the load added (tracemalloc).
 
 import argparse
 import random
-import statistics
 import time
 import tracemalloc
 from collections import Counter
 from pathlib import Path
 
 import pandas as pd
-from _django import REPO, own_test_database
+from _django import REPO, own_test_database, timed
 from django.db import connection  # noqa: E402
 
 from analysis.plan_loading import load_outcomes, plan_table, score_answers  # noqa: E402
@@ -104,15 +103,6 @@ def build(layout: Counter) -> int:
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE")
     return made
-
-
-def timed(function, repeat: int):
-    seconds, result = [], None
-    for _ in range(repeat):
-        started = time.perf_counter()
-        result = function()
-        seconds.append(time.perf_counter() - started)
-    return statistics.median(seconds), result
 
 
 def main() -> None:

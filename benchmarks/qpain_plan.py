@@ -18,10 +18,9 @@ and prints a Markdown table, with the machine's load average before and after.
 import argparse
 import os
 import random
-import statistics
 import time
 
-from _django import own_test_database
+from _django import own_test_database, timed
 from django.db import connection  # noqa: E402
 
 from analysis.plan_loading import load_outcomes, plan_table  # noqa: E402
@@ -78,15 +77,6 @@ def build() -> int:
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE")
     return made
-
-
-def timed(function, repeat: int):
-    seconds, result = [], None
-    for _ in range(repeat):
-        started = time.perf_counter()
-        result = function()
-        seconds.append(time.perf_counter() - started)
-    return statistics.median(seconds), result
 
 
 def main() -> None:
