@@ -15,7 +15,7 @@ from typing import Any
 
 import pandas as pd
 
-from . import paired
+from . import paired, paired_plots
 
 
 @dataclass(frozen=True)
@@ -114,3 +114,30 @@ def heat_views(
         table = paired.heat_table(chosen, outcome=outcome, source=str(source), study=str(study))
         views.append((f"{source}: mean {label}", table))
     return views
+
+
+def _first_outcome(table: pd.DataFrame, preferred: str) -> str | None:
+    """The outcome a plot shows: the preferred one (the paper's) when the table has it, else the first present."""
+    if table.empty or "outcome" not in table.columns:
+        return None
+    present = [str(outcome) for outcome in table["outcome"].dropna().unique()]
+    return preferred if preferred in present else (present[0] if present else None)
+
+
+def forest_of(outcome: str) -> Callable[..., bytes]:
+    """A plan plot: the forest plot of one outcome (one panel per source), so each stays readable on a phone;
+    the CSV holds every outcome."""
+
+    def plot(table: pd.DataFrame, *, fmt: str = "svg") -> bytes:
+        return paired_plots.forest_figure(table, fmt=fmt, outcome=_first_outcome(table, outcome))
+
+    return plot
+
+
+def heat_of(outcome: str) -> Callable[..., bytes]:
+    """A plan plot: the heat map of one outcome's group means (one panel per source)."""
+
+    def plot(table: pd.DataFrame, *, fmt: str = "svg") -> bytes:
+        return paired_plots.heat_figure(table, fmt=fmt, outcome=_first_outcome(table, outcome))
+
+    return plot

@@ -16,8 +16,8 @@ from typing import Any
 
 import pandas as pd
 
-from . import choice_accuracy, paired_plots, plots
-from .factor_comparisons import Comparison, heat_views, means_statistic, paired_statistic
+from . import choice_accuracy, plots
+from .factor_comparisons import Comparison, forest_of, heat_of, heat_views, means_statistic, paired_statistic
 
 
 @dataclass(frozen=True, eq=False)  # a plan is itself: hashed by identity
@@ -104,8 +104,9 @@ QPAIN_GROUP_MEANS = AnalysisPlan(
     title="Q-Pain: mean P(No) by race x gender and pain context",
     table="group_means.csv",
     statistic=means_statistic(QPAIN_COMPARISON),
-    plot=paired_plots.heat_figure,
-    plot_alt="heat map of the mean probability of No (denying pain treatment) by race x gender and pain context",
+    plot=heat_of("p_no"),
+    plot_alt="heat map of the mean probability of No (denying pain treatment) by race x gender and pain context, "
+    "one panel per source",
     summary=heat_views,
     description="Mean of each outcome per race x gender group over its variants (one answer per variant and "
     "source), overall (stratum all) and per pain context, with 95% t-intervals. Outcomes: p_no = P(No) at the "
@@ -119,8 +120,9 @@ QPAIN_PAIRED_TESTS = AnalysisPlan(
     title="Q-Pain: paired t-tests of the 28 race x gender pairs",
     table="paired_tests.csv",
     statistic=paired_statistic(QPAIN_COMPARISON),
-    plot=paired_plots.forest_figure,
-    plot_alt="forest plot of the difference in P(No) for each pair of groups, 95% and Bonferroni intervals",
+    plot=forest_of("p_no"),
+    plot_alt="forest plot of the difference in P(No) for each pair of groups, 95% and Bonferroni intervals, one "
+    "panel per source (the CSV has every outcome)",
     correction="bonferroni",
     description="For each pair A v B of race x gender groups, a paired two-sided t-test over the vignettes that "
     "have both (the pairing unit is the vignette): mean_diff = mean(A - B) in the outcome's units (a positive "
