@@ -115,8 +115,13 @@ def _preferred_scores(plan: AnalysisPlan) -> pd.DataFrame:
             "outcome": outcome.column(outcome_codes),
         }
     )
+    return _first_preferred(frame)[["answer_id", "outcome"]]
+
+
+def _first_preferred(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per answer, the row of the most preferred scorer (lowest `rank`) at its highest `version`."""
     frame = frame.sort_values(["answer_id", "rank", "version"], ascending=[True, True, False], kind="stable")
-    return frame.drop_duplicates("answer_id", keep="first")[["answer_id", "outcome"]]
+    return frame.drop_duplicates("answer_id", keep="first")
 
 
 def _preferred_numbers(plan: AnalysisPlan) -> pd.DataFrame:
@@ -145,9 +150,7 @@ def _preferred_numbers(plan: AnalysisPlan) -> pd.DataFrame:
                 "value": np.array(numbers, dtype=np.float64),
             }
         )
-        frame = frame.sort_values(["answer_id", "rank", "version"], ascending=[True, True, False], kind="stable")
-        frame = frame.drop_duplicates("answer_id", keep="first")[["answer_id", "value"]]
-        frames.append(frame.assign(outcome=outcome))
+        frames.append(_first_preferred(frame)[["answer_id", "value"]].assign(outcome=outcome))
     found = pd.concat(frames, ignore_index=True)
     found["outcome"] = pd.Categorical(found["outcome"], categories=list(plan.outcomes))
     return found
