@@ -220,7 +220,7 @@ class GenerationJobSerializer(serializers.ModelSerializer):
     class Meta:
         model = GenerationJob
         fields = ["id", "url", "dataset", "dataset_name", "source", "source_name", "recipe", "levels", "status",
-                  "parameters", "already_present", "progress", "created_at", "started_at", "finished_at",
+                  "parameters", "already_present", "held_out", "progress", "created_at", "started_at", "finished_at",
                   "cancelled_at"]  # fmt: skip
         read_only_fields = fields
 

@@ -23,9 +23,11 @@ from .importers import ImportReport
 from .importers.answers import AnswerOptions
 from .importers.qpain import QPAIN_DATASET, import_qpain_vignettes
 from .importers.questions import MEDQA_DATASET, QuestionOptions
-from .models import Answer, AnswerSource, Dataset
+from .models import Answer, AnswerSource, Dataset, VariantRun
 from .services import import_answers, import_questions
+from .variants import biasmedqa
 from .variants.biasmedqa_recipes import ensure_biasmedqa_recipes
+from .variants.runs import run_variant_run, start_variant_run
 from .variants.qpain_recipes import ensure_qpain_recipes
 
 DEMO_DATA = Path(__file__).resolve().parent / "demo_data"
@@ -112,6 +114,10 @@ DEMO_IMPORTS: list[tuple[str, QuestionOptions | AnswerOptions]] = [
     ("medqa_usmle_test.jsonl", MEDQA_QUESTIONS),
 ]
 
+BIASMEDQA_SEED = 0
+BIASMEDQA_LEVELS = [*biasmedqa.BIASES, biasmedqa.UNBIASED]
+BIASMEDQA_VARIANTS = biasmedqa.dataset_name(BIASMEDQA_SEED, {"biases": BIASMEDQA_LEVELS})
+
 # The stand-in model server `scripts/demo.sh` starts beside the web server (scripts/stand_in_llm.py): a model
 # source a coordinator can run generation jobs against without a key or a model.
 STAND_IN = "Stand-in model (demo)"
@@ -169,6 +175,7 @@ def seed_demo(*, data_dir: Path = DEMO_DATA) -> DemoSeed:
         reports = load_demo_data(data_dir=data_dir)
         logins = reset_demo_users()
     names = {name for report in reports for name in [*report.datasets_created, *report.datasets_used]}
+    names.add(biasmedqa_variants().name)
     return DemoSeed(logins=logins, datasets=count_datasets(names=names))
 
 
@@ -188,11 +195,29 @@ def load_demo_data(*, data_dir: Path = DEMO_DATA) -> list[ImportReport]:
     for name, description in SOURCE_DESCRIPTIONS.items():
         AnswerSource.objects.filter(name=name, description="").update(description=description)
     AnswerSource.objects.get_or_create(name=STAND_IN, defaults=STAND_IN_DETAILS)
-    ensure_biasmedqa_recipes()
+    ensure_biasmedqa_recipes(pool=biasmedqa_variants())
     # Q-Pain's 55 vignettes (the release's own files) and its closed-prompt recipes drawing examples from them.
     reports.append(import_qpain_vignettes(data_dir / "qpain"))
     ensure_qpain_recipes(Dataset.objects.get(name=QPAIN_DATASET))
     return reports
+
+
+def biasmedqa_variants() -> Dataset:
+    """BiasMedQA's variants of every MedQA question at every bias and unbiased (`none`), seed 0: the study's
+    questions, and the pool the BiasMedQA recipes hold a seeded share of out as worked examples. Made once: a
+    dataset already holding them is used as it is."""
+    base = Dataset.objects.get(name=MEDQA_DATASET)
+    options = {"biases": BIASMEDQA_LEVELS}
+    target = Dataset.objects.filter(name=BIASMEDQA_VARIANTS).first()
+    if target is not None and target.questions.count() >= base.questions.count() * len(BIASMEDQA_LEVELS):
+        return target
+    run = run_variant_run(
+        start_variant_run(generator=biasmedqa.NAME, base_dataset=base, seed=BIASMEDQA_SEED, options=options,
+                          queue=False).id
+    )  # fmt: skip
+    if run.status != VariantRun.Status.DONE:
+        raise RuntimeError(f"the demo's BiasMedQA variants could not be made: {run.error}")
+    return run.dataset
 
 
 def reset_demo_users() -> list[DemoLogin]:

@@ -19,10 +19,11 @@ from .generation import jobs
 from .models import AnswerSource, Dataset, GenerationJob, PromptRecipe, Question, VariantRun
 from .variants import runs as variant_runs
 
-RECIPE_FIELDS = ["name", "description", "mode", "system_prompt", "instruction", "level_factor", "level_texts",
-                 "item_template", "options_format", "options_separator", "examples", "examples_pool",
-                 "examples_match_factor", "examples_seed", "examples_footer", "condition", "stop", "logprobs",
-                 "top_logprobs", "max_tokens", "temperature"]  # fmt: skip
+RECIPE_FIELDS = ["name", "description", "mode", "system_prompt", "prompt_role", "instruction", "level_factor",
+                 "level_texts", "item_template", "options_format", "options_separator", "examples", "examples_pool",
+                 "examples_match_factor", "examples_seed", "examples_holdout", "examples_from_evaluated",
+                 "examples_footer", "condition", "stop", "logprobs", "top_logprobs", "max_tokens",
+                 "temperature"]  # fmt: skip
 
 
 class RecipeJSONField(StorableJSONField):

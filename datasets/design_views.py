@@ -82,7 +82,7 @@ def _job_initial(request) -> dict:
 
 
 def _recipe_page(request, recipe, *, job_form, running=None, status=200):
-    preview_form = RecipePreviewForm(request.GET or None, initial=_preview_initial(recipe))
+    preview_form = RecipePreviewForm(request.GET or None, initial=_preview_initial(recipe), recipe=recipe)
     preview, preview_error = None, None
     if preview_form.is_bound and preview_form.is_valid():
         data = preview_form.cleaned_data

@@ -109,10 +109,11 @@ class PromptRecipeForm(forms.ModelForm):
 
     class Meta:
         model = PromptRecipe
-        fields = ["name", "description", "mode", "system_prompt", "instruction", "level_factor", "level_texts",
-                  "item_template", "options_format", "options_separator", "examples", "examples_pool",
-                  "examples_match_factor", "examples_seed", "examples_footer", "condition", "stop", "logprobs",
-                  "top_logprobs", "max_tokens", "temperature"]  # fmt: skip
+        fields = ["name", "description", "mode", "system_prompt", "prompt_role", "instruction", "level_factor",
+                  "level_texts", "item_template", "options_format", "options_separator", "examples", "examples_pool",
+                  "examples_match_factor", "examples_seed", "examples_holdout", "examples_from_evaluated",
+                  "examples_footer", "condition", "stop", "logprobs", "top_logprobs", "max_tokens",
+                  "temperature"]  # fmt: skip
         widgets = {
             "description": forms.Textarea(attrs={"rows": 2}),
             "system_prompt": forms.Textarea(attrs={"rows": 2}),
@@ -133,10 +134,20 @@ class PromptRecipeForm(forms.ModelForm):
             )
         self.fields["examples_pool"].queryset = Dataset.objects.order_by("name")
         self.fields["max_tokens"].min_value = 1
+        # Added after recipes were first posted: a form that leaves them out keeps their defaults.
+        self.fields["prompt_role"].required = False
+        self.fields["examples_holdout"].required = False
         # A recipe's text is sent as typed: no stripping of the spaces a template may end with.
         for name in ("instruction", "item_template", "options_format", "options_separator", "examples_footer",
                      "system_prompt"):  # fmt: skip
             self.fields[name].strip = False
+
+    def clean_prompt_role(self):
+        return self.cleaned_data.get("prompt_role") or PromptRecipe.PromptRole.USER
+
+    def clean_examples_holdout(self):
+        value = self.cleaned_data.get("examples_holdout")
+        return 0.0 if value is None else value
 
     def _post_clean(self):
         super()._post_clean()
@@ -153,7 +164,10 @@ class RecipePreviewForm(forms.Form):
 
     dataset = forms.ModelChoiceField(queryset=Dataset.objects.order_by("name"))
     external_id = forms.CharField(
-        required=False, max_length=200, label="Question id", help_text="Empty: the dataset's first question."
+        required=False,
+        max_length=200,
+        label="Question id",
+        help_text="Empty: the dataset's first question this recipe evaluates.",
     )
     source = forms.ModelChoiceField(
         queryset=generating_sources(),
@@ -162,10 +176,14 @@ class RecipePreviewForm(forms.Form):
         help_text="Its model name goes in the request body.",
     )
 
+    def __init__(self, *args, recipe: PromptRecipe | None = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.recipe = recipe
+
     def clean(self):
         data = super().clean()
         if data.get("dataset") is not None:
-            question = recipe_pages.find_question(data["dataset"], data.get("external_id", ""))
+            question = recipe_pages.find_question(data["dataset"], data.get("external_id", ""), self.recipe)
             if question is None:
                 self.add_error("external_id", "The dataset has no question with this id.")
             data["question"] = question

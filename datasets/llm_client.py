@@ -97,7 +97,7 @@ def chat_completion(
     base_url: str,
     model: str,
     messages: list[dict],
-    temperature: float = 0.0,
+    temperature: float | None = 0.0,
     max_tokens: int = 1024,
     timeout: float = 120.0,
     api_key_env: str = "",
@@ -111,7 +111,7 @@ def chat_completion(
     the URL: this is the one place keys leave the server, so a source saved before the setting changed (or
     by a script, without validation) cannot send one elsewhere.
     """
-    body: dict = {"model": model, "messages": messages, "temperature": temperature, "max_tokens": max_tokens}
+    body: dict = {"model": model, "messages": messages, **_temperature(temperature), "max_tokens": max_tokens}
     if stop:
         body["stop"] = list(stop)
     if logprobs:
@@ -140,7 +140,7 @@ def text_completion(
     base_url: str,
     model: str,
     prompt: str,
-    temperature: float = 0.0,
+    temperature: float | None = 0.0,
     max_tokens: int = 1024,
     timeout: float = 120.0,
     api_key_env: str = "",
@@ -152,7 +152,7 @@ def text_completion(
     For completion-mode recipes (e.g. Q-Pain's log-probabilities of the next token); same key rules, errors
     and retry advice as chat_completion. `logprobs` is the number of top tokens per position (legacy API).
     """
-    body: dict = {"model": model, "prompt": prompt, "temperature": temperature, "max_tokens": max_tokens}
+    body: dict = {"model": model, "prompt": prompt, **_temperature(temperature), "max_tokens": max_tokens}
     if stop:
         body["stop"] = list(stop)
     if logprobs:
@@ -171,6 +171,12 @@ def text_completion(
         )
     except (KeyError, IndexError, TypeError, AttributeError) as error:
         raise LLMError(f"unexpected response shape: {str(payload)[:300]}") from error
+
+
+def _temperature(temperature: float | None) -> dict:
+    """None leaves the temperature out of the request, so the server's default applies (as BiasMedQA's
+    authors sent OpenAI models no temperature)."""
+    return {} if temperature is None else {"temperature": temperature}
 
 
 @functools.cache

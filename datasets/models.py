@@ -5,7 +5,7 @@ import json
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.core.validators import MinValueValidator
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q, Value
 from django.db.models.functions import Replace
@@ -334,6 +334,9 @@ class GenerationJob(models.Model):
     already_present = models.PositiveIntegerField(
         default=0, help_text="Questions that had an answer with these settings when the job started."
     )
+    held_out = models.PositiveIntegerField(
+        default=0, help_text="Questions left out: their base question is one of the recipe's worked examples."
+    )
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
@@ -406,10 +409,18 @@ class PromptRecipe(models.Model):
         CHAT = "chat", "Chat (messages)"
         COMPLETION = "completion", "Completion (one prompt text)"
 
+    class PromptRole(models.TextChoices):
+        USER = "user", "User message"
+        SYSTEM = "system", "System message"
+
     name = models.CharField(max_length=200, unique=True)
     description = models.TextField(blank=True)
     mode = models.CharField(max_length=20, choices=Mode.choices, default=Mode.CHAT)
     system_prompt = models.TextField(blank=True, help_text="Chat mode only: the system message.")
+    prompt_role = models.CharField(
+        max_length=20, choices=PromptRole.choices, default=PromptRole.USER,
+        help_text="Chat mode: the message the prompt is sent as (BiasMedQA's authors sent it as the system message).",
+    )  # fmt: skip
     instruction = models.TextField(blank=True, help_text="The prompt's first part, before any examples.")
     level_factor = models.CharField(
         max_length=100, blank=True, help_text="The question factor whose level picks the per-level text, e.g. bias."
@@ -438,6 +449,17 @@ class PromptRecipe(models.Model):
         max_length=100, blank=True, help_text="Examples carry the same level of this factor as the question."
     )
     examples_seed = models.IntegerField(default=0)
+    examples_holdout = models.FloatField(
+        default=0.0, validators=[MinValueValidator(0.0), MaxValueValidator(0.99)],
+        help_text="Share of the pool's base questions held out as worked examples, chosen by the examples seed "
+        "(e.g. 0.05); the rest may be evaluated. 0: the whole pool is examples, so none of its questions is "
+        "evaluated with this recipe.",
+    )  # fmt: skip
+    examples_from_evaluated = models.BooleanField(
+        default=False,
+        help_text="Examples may be other questions the job evaluates (Q-Pain's closed prompt, as its paper does); "
+        "never the question itself or another variant of its base question.",
+    )
     examples_footer = models.TextField(blank=True, help_text="Between the examples and the question.")
     condition = models.JSONField(
         default=dict,
@@ -448,7 +470,9 @@ class PromptRecipe(models.Model):
     logprobs = models.BooleanField(default=False)
     top_logprobs = models.PositiveSmallIntegerField(null=True, blank=True)
     max_tokens = models.PositiveIntegerField(default=1024, validators=[MinValueValidator(1)])
-    temperature = models.FloatField(default=0.0)
+    temperature = models.FloatField(
+        null=True, blank=True, default=0.0, help_text="Empty: not sent, so the server's default applies."
+    )
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -482,7 +506,22 @@ class PromptRecipe(models.Model):
             "top_logprobs": self.top_logprobs,
             "max_tokens": self.max_tokens,
             "temperature": self.temperature,
+            **self.later_settings(),
         }
+
+    # Settings added after answers were made: each appears only when it is not at the value that made the
+    # earlier requests, so those answers keep matching their recipe's settings hash.
+    EXAMPLES_RULE = 2  # 1: drawn per question (varied with the levels compared); 2: per base question (DESIGN.md)
+
+    def later_settings(self) -> dict:
+        added = {}
+        if self.mode == self.Mode.CHAT and self.prompt_role != self.PromptRole.USER:
+            added["prompt_role"] = self.prompt_role
+        if self.examples or self.examples_pool_id is not None:
+            added["examples_rule"] = self.EXAMPLES_RULE
+            added["examples_holdout"] = self.examples_holdout
+            added["examples_from_evaluated"] = self.examples_from_evaluated
+        return added
 
 
 class GenerationTask(models.Model):

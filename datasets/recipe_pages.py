@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from config.storable import json_problem
 
-from . import recipes
+from . import example_pool, recipes
 from .models import AnswerSource, Dataset, PromptRecipe, Question
 
 # A sample multiple-choice question, the shape of MedQA's (options, answer_idx, answer, meta_info): a recipe's
@@ -123,6 +123,16 @@ def check_recipe(recipe: PromptRecipe) -> None:
     """Render a sample question (and samples as the worked examples) with the recipe; raises RecipeError."""
     if recipe.examples and recipe.examples_pool_id is None:
         raise recipes.RecipeError("examples: the recipe names no pool to draw them from")
+    if recipe.examples_pool_id is not None and not recipe.examples and not recipe.examples_holdout:
+        raise recipes.RecipeError(
+            "examples_pool: a pool without examples or a holdout does nothing; remove it, or state the share held "
+            "out (examples holdout) so that this recipe evaluates the same questions as its sibling recipes"
+        )
+    if recipe.mode == PromptRecipe.Mode.CHAT and recipe.prompt_role == PromptRecipe.PromptRole.SYSTEM:
+        if recipe.system_prompt:
+            raise recipes.RecipeError(
+                "prompt_role: the prompt is sent as the system message, so the recipe cannot have a system prompt too"
+            )
     question, examples, described = sample_questions(recipe)
     try:
         recipes.render_prompt(recipe.settings(), question, examples)
@@ -135,7 +145,7 @@ def error_field(error: recipes.RecipeError) -> str | None:
     name = str(error).split(":", 1)[0]
     if name.startswith("examples "):  # "examples template: ..." names a worked example's own template
         return "examples"
-    return name if name in {"item_template", "options_format", "examples", "examples_pool"} else None
+    return name if name in {"item_template", "options_format", "examples", "examples_pool", "prompt_role"} else None
 
 
 @dataclass(frozen=True)
@@ -151,10 +161,16 @@ def preview(recipe: PromptRecipe, question: Question, source: AnswerSource | Non
     return Preview(question, model, recipes.build_request(recipe, question, model=model))
 
 
-def find_question(dataset: Dataset, external_id: str = "") -> Question | None:
-    """The dataset's question with this external id, or its first question when none is given."""
+def find_question(dataset: Dataset, external_id: str = "", recipe: PromptRecipe | None = None) -> Question | None:
+    """The dataset's question with this external id, or when none is given its first question (that the recipe
+    evaluates: not one of its held-out worked examples)."""
     questions = dataset.questions.order_by("id")
-    return questions.filter(external_id=external_id).first() if external_id else questions.first()
+    if external_id:
+        return questions.filter(external_id=external_id).first()
+    excluded = example_pool.never_evaluated(recipe) if recipe is not None else None
+    if excluded:
+        questions = questions.exclude(id__in=excluded).exclude(base_id__in=excluded)
+    return questions.first()
 
 
 def parse_levels(text: str) -> dict[str, str]:

@@ -9,12 +9,13 @@ import random
 import re
 from dataclasses import dataclass, field
 
+from . import example_pool
 from .models import PromptRecipe, Question
 
 PLACEHOLDER = re.compile(r"\{(\w+)\}")
 LETTERS = "ABCDEFGHIJ"
 # The reference level of a factor a question does not carry (BiasMedQA's unbiased questions).
-REFERENCE_LEVEL = "none"
+REFERENCE_LEVEL = example_pool.REFERENCE_LEVEL
 
 
 class RecipeError(ValueError):
@@ -131,49 +132,40 @@ def render_prompt(settings: dict, question: QuestionView, examples: list[Questio
 
 
 def choose_examples(recipe: PromptRecipe, question: Question) -> list[Question]:
-    """The recipe's worked examples for this question: drawn from the pool by a rule seeded with the recipe's
-    seed and the question's external id, among pool questions at the question's level of the match factor,
-    never the question itself nor another variant of its base question."""
+    """The recipe's worked examples for this question (`example_pool.draw_examples`): drawn per base question, so
+    every variant of one base question gets the same example questions, from the recipe's examples part, never
+    the question's own base question; refused for a question the recipe holds out as an example."""
+    unit_id, unit_key = example_pool.question_unit(question)
+    excluded = example_pool.never_evaluated(recipe)
+    if excluded is not None and unit_id in excluded:
+        raise RecipeError(
+            f"examples: question {question.external_id} is never evaluated with this recipe: its base question "
+            f"{unit_key} is one of the recipe's worked examples (pool {recipe.examples_pool}). "
+            + (
+                "Hold out part of the pool for examples (examples holdout) or draw them from a separate pool."
+                if not recipe.examples_holdout
+                else "Evaluate the pool's other questions."
+            )
+        )
     wanted = len(recipe.examples or [])
     if not wanted:
         return []
     if recipe.examples_pool_id is None:
         raise RecipeError("examples: the recipe names no pool to draw them from")
-    pool = Question.objects.filter(dataset_id=recipe.examples_pool_id).exclude(pk=question.pk)
-    base_id = question.base_id or question.pk
-    pool = pool.exclude(pk=base_id).exclude(base_id=base_id)
     factor = recipe.examples_match_factor
-    if factor:
-        level = QuestionView.of(question).level(factor)
-        pool = (
-            pool.filter(**{f"levels__{factor}": level})
-            if level != REFERENCE_LEVEL
-            else pool.exclude(**{"levels__has_key": factor})
+    try:
+        chosen = example_pool.draw_examples(
+            example_pool.examples_part(recipe) or [],
+            list(recipe.examples),
+            seed=recipe.examples_seed,
+            unit_key=unit_key,
+            unit_id=unit_id,
+            level=QuestionView.of(question).level(factor) if factor else None,
         )
-    if any(spec.get("where") for spec in recipe.examples):
-        chosen = _choose_each(recipe, question, pool)
-    else:
-        candidates = list(pool.order_by("id").values_list("id", flat=True))
-        if len(candidates) < wanted:
-            raise RecipeError(f"examples: the pool has {len(candidates)} suitable questions, {wanted} needed")
-        chosen = random.Random(f"{recipe.examples_seed}:{question.external_id}").sample(candidates, wanted)
+    except example_pool.ExamplesError as error:
+        raise RecipeError(f"examples: {error}") from None
     by_id = Question.objects.in_bulk(chosen)
     return [by_id[pk] for pk in chosen]
-
-
-def _choose_each(recipe: PromptRecipe, question: Question, pool) -> list[int]:
-    """One example per spec, each among the pool questions whose metadata matches the spec's `where`
-    (Q-Pain: a "yes" vignette of the same context, then the context's "no" vignette), drawn by a rule seeded
-    with the recipe's seed, the question's external id and the spec's position; never the same one twice."""
-    chosen: list[int] = []
-    for position, spec in enumerate(recipe.examples):
-        matching = pool.filter(**{f"metadata__{key}": value for key, value in (spec.get("where") or {}).items()})
-        candidates = [pk for pk in matching.order_by("id").values_list("id", flat=True) if pk not in chosen]
-        if not candidates:
-            where = ", ".join(f"{key}={value}" for key, value in (spec.get("where") or {}).items()) or "any"
-            raise RecipeError(f"examples: the pool has no suitable question for example {position + 1} ({where})")
-        chosen.append(random.Random(f"{recipe.examples_seed}:{question.external_id}:{position}").choice(candidates))
-    return chosen
 
 
 def request_body(settings: dict, prompt: str, *, model: str) -> dict:
@@ -183,8 +175,9 @@ def request_body(settings: dict, prompt: str, *, model: str) -> dict:
         body["prompt"] = prompt
     else:
         messages = [{"role": "system", "content": settings["system_prompt"]}] if settings.get("system_prompt") else []
-        body["messages"] = [*messages, {"role": "user", "content": prompt}]
-    body["temperature"] = settings.get("temperature", 0.0)
+        body["messages"] = [*messages, {"role": settings.get("prompt_role") or "user", "content": prompt}]
+    if settings.get("temperature") is not None:  # unset: not sent, the server's default applies
+        body["temperature"] = settings["temperature"]
     body["max_tokens"] = settings.get("max_tokens", 1024)
     if settings.get("stop"):
         body["stop"] = list(settings["stop"])

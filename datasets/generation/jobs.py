@@ -17,6 +17,7 @@ from ..models import (
     PromptRecipe,
     settings_fingerprint,
 )  # fmt: skip
+from .. import example_pool
 from ..recipes import REFERENCE_LEVEL
 from . import lanes
 
@@ -62,6 +63,24 @@ def questions_at(dataset: Dataset, levels: dict | None):
     return questions
 
 
+def evaluated_questions(questions, recipe: PromptRecipe | None):
+    """(the questions the recipe may evaluate, how many were left out): a question whose base question is one
+    of the recipe's worked examples is never evaluated with it (DESIGN.md, "Worked examples"). Refused when
+    that leaves none, with what to do."""
+    excluded = example_pool.never_evaluated(recipe) if recipe is not None else None
+    if not excluded:
+        return questions, 0
+    held = Q(id__in=excluded) | Q(base_id__in=excluded)
+    left_out = questions.filter(held).count()
+    if left_out and left_out == questions.count():
+        raise GenerationRefused(
+            f"Every question asked for is held out as a worked example of the recipe {recipe.name!r} (its base "
+            f"question is in the examples part of the pool {recipe.examples_pool}). Evaluate other questions, hold "
+            "out only part of the pool (examples holdout), or draw the examples from a separate pool."
+        )
+    return questions.exclude(held), left_out
+
+
 def start_job(
     *, dataset: Dataset, source: AnswerSource, recipe: PromptRecipe | None = None, levels: dict | None = None,
     user=None,
@@ -90,7 +109,8 @@ def start_job(
         if running is not None:
             raise GenerationRefused(f"Job {running.id} is already generating these answers.", job=running)
         answered = Answer.objects.filter(question=OuterRef("pk"), source=source, settings_hash=settings_hash)
-        questions = questions_at(dataset, levels).annotate(answered=Exists(answered))
+        questions, held_out = evaluated_questions(questions_at(dataset, levels), recipe)
+        questions = questions.annotate(answered=Exists(answered))
         to_ask = list(questions.filter(answered=False).values_list("id", flat=True))
         if recipe is not None and to_ask:
             _check_recipe_renders(recipe, source, to_ask[0])
@@ -102,6 +122,7 @@ def start_job(
             recipe=recipe,
             levels=levels,
             already_present=questions.filter(answered=True).count(),
+            held_out=held_out,
             created_by=user,
         )
         GenerationTask.objects.bulk_create(

@@ -129,7 +129,7 @@ def _execute_recipe_task(task: GenerationTask, source: AnswerSource) -> Generati
         request = build_request(recipe, task.question, model=parameters["model"])
         body = request.body
         common = {
-            "base_url": source.base_url, "model": body["model"], "temperature": body["temperature"],
+            "base_url": source.base_url, "model": body["model"], "temperature": body.get("temperature"),
             "max_tokens": body["max_tokens"], "timeout": source.request_timeout_seconds,
             "api_key_env": source.api_key_env, "stop": body.get("stop"),
         }  # fmt: skip

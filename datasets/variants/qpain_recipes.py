@@ -52,6 +52,9 @@ def recipe_fields() -> dict[str, dict]:
         "examples": EXAMPLES,
         "examples_match_factor": "context",
         "examples_seed": 0,
+        # Patient A is another "Yes" vignette of the context, itself evaluated in its own prompts, as in the paper's
+        # notebook; drawn per vignette (DESIGN.md, "Worked examples"), so the 8 profiles share it.
+        "examples_from_evaluated": True,
         "examples_footer": "",
         "condition": {},
         "stop": STOP,

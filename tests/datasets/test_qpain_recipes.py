@@ -120,6 +120,7 @@ def form_data(pool: Dataset, **overrides) -> dict:
         "options_separator": ", ", "examples": json.dumps(EXAMPLES), "examples_pool": str(pool.pk),
         "examples_match_factor": "context", "examples_seed": "0", "examples_footer": "", "condition": "{}",
         "stop": '["##"]', "logprobs": "on", "top_logprobs": "5", "max_tokens": "150", "temperature": "0",
+        "prompt_role": "user", "examples_holdout": "0", "examples_from_evaluated": "on",
     }  # fmt: skip
     return {**data, **overrides}
 
@@ -145,6 +146,16 @@ def test_a_coordinator_creates_and_edits_a_qpain_recipe_on_the_pages(client, coo
     assert preview.status_code == 200
     assert preview.context["preview"].request.prompt.endswith(f"Vignette: {variants[0].text}\nQuestion: "
                                                               f"{variants[0].metadata['query']}\nAnswer:")  # fmt: skip
+    # Without "examples from evaluated questions", a pool holding the evaluated vignettes cannot evaluate them.
+    data.pop("examples_from_evaluated")
+    assert client.post(edit, {**data, "max_tokens": "100"}).status_code == 302
+    refused = client.get(reverse("datasets:recipe", args=[recipe.pk]),
+                         {"dataset": variants[0].dataset_id, "external_id": variants[0].external_id})  # fmt: skip
+    assert refused.status_code == 400
+    assert refused.context["preview_error"].startswith(
+        f"examples: question {variants[0].external_id} is never evaluated with this recipe: its base question "
+        f"{variants[0].base.external_id} is one of the recipe's worked examples"
+    )
 
 
 def with_example(number: int, **change) -> str:

@@ -46,19 +46,26 @@ def make_variants(base: Dataset, **options) -> Dataset:
     return run.dataset
 
 
-def test_the_recipes_are_created_once_by_name():
+def test_the_recipes_are_created_once_by_name_recommended_and_as_published():
     pool = Dataset.objects.create(name="Examples")
 
     first = ensure_biasmedqa_recipes(pool=pool)
     again = ensure_biasmedqa_recipes()
 
-    assert [recipe.name for recipe in first] == [NO_MITIGATION, EDUCATION, ONE_SHOT, FEW_SHOT]
+    published = [f"BiasMedQA as published: {name.split(': ')[1]}" for name in (NO_MITIGATION, EDUCATION, ONE_SHOT,
+                                                                                FEW_SHOT)]  # fmt: skip
+    names = [NO_MITIGATION, published[0], EDUCATION, published[1], ONE_SHOT, published[2], FEW_SHOT, published[3]]
+    assert [recipe.name for recipe in first] == names
     assert [recipe.pk for recipe in again] == [recipe.pk for recipe in first]
-    assert PromptRecipe.objects.count() == 4
+    assert PromptRecipe.objects.count() == 8
     conditions = [recipe.condition["mitigation"] for recipe in again]
-    assert conditions == ["none", "education", "one-shot", "few-shot"]
-    assert [recipe.examples_pool for recipe in again] == [None, None, pool, pool]
-    assert {(recipe.max_tokens, recipe.temperature) for recipe in again} == {(10, 0.0)}
+    assert conditions == ["none", "none", "education", "education", "one-shot", "one-shot", "few-shot", "few-shot"]
+    # Every recipe holds out the same share of the pool: all conditions evaluate the same questions.
+    assert {(recipe.examples_pool, recipe.examples_holdout, recipe.examples_seed) for recipe in again} == {
+        (pool, 0.05, 0)
+    }
+    settings = [(recipe.prompt_role, recipe.max_tokens, recipe.temperature) for recipe in again]
+    assert settings == [("user", 512, 0.0), ("system", 2048, None)] * 4
 
 
 def test_20_self_diagnosis_prompts_equal_the_logged_gpt4_prompts_byte_for_byte(shared_datasets):

@@ -12,10 +12,12 @@ from django.contrib.auth.models import Group
 from django.core.management import call_command
 from django.test import Client
 
-from datasets.demo import CLINICIAN_REFERENCE, DEEPSEEK, DEMO_DATA, QPAIN_DEMO, STAND_IN
+from datasets import example_pool, recipe_pages
+from datasets.demo import BIASMEDQA_VARIANTS, CLINICIAN_REFERENCE, DEEPSEEK, DEMO_DATA, QPAIN_DEMO, STAND_IN
 from datasets.importers.qpain import QPAIN_DATASET
 from datasets.importers.questions import MEDQA_DATASET
 from datasets.models import Answer, AnswerSource, CounterfactualPair, Dataset, PromptRecipe, Question
+from datasets.recipes import build_request
 from raters.models import RaterProfile
 from tests.conftest import REPO
 
@@ -110,7 +112,8 @@ def test_summary_counts_the_demo_datasets():
     assert f"dataset '{QPAIN_DEMO}': 48 questions, 24 pairs, 96 answers" in output
     assert f"dataset '{MEDQA_DATASET}': 1273 questions, 0 pairs, 0 answers" in output
     assert f"dataset '{QPAIN_DATASET}': 55 questions, 0 pairs, 0 answers" in output
-    assert "Demo ready: 10 datasets, 1456 questions, 50 pairs, 96 answers, 9 logins." in output
+    assert f"dataset '{BIASMEDQA_VARIANTS}': 10184 questions, 0 pairs, 0 answers" in output
+    assert "Demo ready: 11 datasets, 11640 questions, 50 pairs, 96 answers, 9 logins." in output
 
 
 def test_every_qpain_demo_question_has_one_answer_from_each_of_the_two_sources():
@@ -207,17 +210,51 @@ def test_medqa_the_biasmedqa_recipes_and_the_stand_in_source_are_there_for_the_w
     first = questions.first()
     assert (first.external_id, first.metadata["qid"], first.metadata["answer_idx"]) == ("0", 0, "C")
     assert sorted(first.metadata["options"]) == ["A", "B", "C", "D", "E"]
-    # Only MedQA's own questions: no BiasMedQA injection, variant or released response is bundled.
-    assert not Question.objects.filter(metadata__has_key="bias_type").exists()
-    assert not Question.objects.exclude(levels={}).exclude(dataset__name=QPAIN_DATASET).exists()
-    assert not Answer.objects.filter(question__dataset=medqa).exists()
-    assert not Dataset.objects.filter(name__icontains="biasmedqa").exists()
+    # No BiasMedQA-authored file is bundled: the only biased questions are our generator's, 7 biases + none.
+    variants = Dataset.objects.get(name=BIASMEDQA_VARIANTS)
+    assert not Question.objects.filter(metadata__has_key="bias_type").exclude(dataset=variants).exists()
+    assert not variants.questions.exclude(metadata__generator__name="biasmedqa").exists()
+    assert variants.questions.filter(levels__bias="none").count() == 1273
+    assert (
+        not Question.objects.exclude(levels={}).exclude(dataset__name__in=[QPAIN_DATASET, BIASMEDQA_VARIANTS]).exists()
+    )
+    assert not Answer.objects.filter(question__dataset__in=[medqa, variants]).exists()
+    assert set(Dataset.objects.filter(name__icontains="biasmedqa").values_list("name", flat=True)) == {
+        BIASMEDQA_VARIANTS
+    }
 
-    names = set(PromptRecipe.objects.values_list("name", flat=True))
-    assert {"BiasMedQA: no mitigation", "BiasMedQA: education", "BiasMedQA: one-shot", "BiasMedQA: few-shot"} <= names
+    recipes = PromptRecipe.objects.filter(name__startswith="BiasMedQA")
+    assert {recipe.name.rsplit(": ", 1)[1] for recipe in recipes} == {"no mitigation", "education", "one-shot",
+                                                                       "few-shot"}  # fmt: skip
+    assert recipes.count() == 8
+    # One held-out split for every condition: the same questions are evaluated under each.
+    assert {(recipe.examples_pool_id, recipe.examples_holdout) for recipe in recipes} == {(variants.pk, 0.05)}
     stand_in = AnswerSource.objects.get(name=STAND_IN)
     assert (stand_in.kind, stand_in.base_url, stand_in.api_key_env) == ("model", "http://127.0.0.1:8089/v1", "")
     assert "scripts/stand_in_llm.py" in (REPO / "scripts" / "demo.sh").read_text()
+
+
+def test_the_unbiased_one_and_few_shot_conditions_preview_as_the_demo_sets_them_up():
+    """The paper's "no bias" column of the one- and few-shot tables: the demo's recipes render an unbiased question
+    with unbiased examples drawn from the held-out part, which no recipe evaluates."""
+    run_seed_demo()
+    variants = Dataset.objects.get(name=BIASMEDQA_VARIANTS)
+    held_out = example_pool.never_evaluated(PromptRecipe.objects.get(name="BiasMedQA: no mitigation"))
+
+    assert 40 <= len(held_out) <= 90  # 5% of 1,273 base questions, by a seeded hash
+    for name in ("BiasMedQA: one-shot", "BiasMedQA: few-shot", "BiasMedQA as published: few-shot"):
+        recipe = PromptRecipe.objects.get(name=name)
+        assert example_pool.never_evaluated(recipe) == held_out
+        question = recipe_pages.find_question(variants, "", recipe)
+        unbiased = variants.questions.get(base=question.base, levels__bias="none")
+
+        request = build_request(recipe, unbiased, model="stand-in")
+
+        examples = [variants.questions.get(external_id=key) for key in request.examples]
+        assert len(examples) == len(recipe.examples) >= 1
+        assert all(example.levels == {"bias": "none"} and example.base_id in held_out for example in examples)
+        assert unbiased.base_id not in held_out
+        assert "based on cognitive bias" not in request.prompt and "incorrectly classified question." in request.prompt
 
 
 def test_the_qpain_vignettes_and_their_two_recipes_are_there_for_a_qpain_run():
