@@ -27,8 +27,8 @@ from .models import Answer, AnswerSource, Dataset, VariantRun
 from .services import import_answers, import_questions
 from .variants import biasmedqa
 from .variants.biasmedqa_recipes import ensure_biasmedqa_recipes
-from .variants.runs import run_variant_run, start_variant_run
 from .variants.qpain_recipes import ensure_qpain_recipes
+from .variants.runs import run_variant_run, start_variant_run
 
 DEMO_DATA = Path(__file__).resolve().parent / "demo_data"
 

@@ -128,11 +128,11 @@ def check_recipe(recipe: PromptRecipe) -> None:
             "examples_pool: a pool without examples or a holdout does nothing; remove it, or state the share held "
             "out (examples holdout) so that this recipe evaluates the same questions as its sibling recipes"
         )
-    if recipe.mode == PromptRecipe.Mode.CHAT and recipe.prompt_role == PromptRecipe.PromptRole.SYSTEM:
-        if recipe.system_prompt:
-            raise recipes.RecipeError(
-                "prompt_role: the prompt is sent as the system message, so the recipe cannot have a system prompt too"
-            )
+    as_system = recipe.mode == PromptRecipe.Mode.CHAT and recipe.prompt_role == PromptRecipe.PromptRole.SYSTEM
+    if as_system and recipe.system_prompt:
+        raise recipes.RecipeError(
+            "prompt_role: the prompt is sent as the system message, so the recipe cannot have a system prompt too"
+        )
     question, examples, described = sample_questions(recipe)
     try:
         recipes.render_prompt(recipe.settings(), question, examples)

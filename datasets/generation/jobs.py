@@ -7,6 +7,7 @@ from django.db import transaction
 from django.db.models import Count, Exists, Max, OuterRef, Q
 from django.utils import timezone
 
+from .. import example_pool
 from ..models import (
     Answer,
     AnswerSource,
@@ -17,7 +18,6 @@ from ..models import (
     PromptRecipe,
     settings_fingerprint,
 )  # fmt: skip
-from .. import example_pool
 from ..recipes import REFERENCE_LEVEL
 from . import lanes
 
