@@ -12,7 +12,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from raters.access import coordinator_required
 
-from . import recipe_pages, recipes, variant_pages
+from . import example_pool, recipe_pages, recipes, variant_pages
 from .forms import PromptRecipeForm, RecipeJobForm, RecipePreviewForm, VariantRunForm
 from .generation import jobs
 from .models import Dataset, PromptRecipe, VariantRun
@@ -100,6 +100,7 @@ def _recipe_page(request, recipe, *, job_form, running=None, status=200):
         "job_form": job_form,
         "running": running,
         "recent": recipe.generation_jobs.select_related("dataset", "source").order_by("-created_at")[:10],
+        "held_out": example_pool.never_evaluated(recipe),
     }
     if preview_form.is_bound and not preview_form.is_valid() or preview_error:
         status = 400

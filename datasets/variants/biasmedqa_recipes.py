@@ -88,16 +88,17 @@ def recipe_fields() -> dict[str, dict]:
     return fields
 
 
-def ensure_biasmedqa_recipes(*, pool: Dataset | None = None) -> list[PromptRecipe]:
+def ensure_biasmedqa_recipes(*, pool: Dataset | None = None, holdout: float = HOLDOUT) -> list[PromptRecipe]:
     """The eight recipes (recommended and as published, per mitigation), created by name or brought back to
     these settings (only fields that differ are saved, so a recipe as defined is left untouched and its jobs
-    keep running). With a pool (the study's variants), every recipe draws its examples from, and never
-    evaluates, the same held-out share of it; without one, a recipe keeps the pool it has."""
+    keep running). With a pool (the study's variants) and a holdout, every recipe draws its examples from, and
+    never evaluates, the same held-out share of it; with a separate pool (`holdout=0`, e.g. variants of MedQA's
+    training split), only the one- and few-shot recipes name it. Without a pool, a recipe keeps the one it has."""
     recipes = []
     for name, fields in recipe_fields().items():
         wanted = dict(fields)
-        if pool is not None:
-            wanted |= {"examples_pool": pool, "examples_holdout": HOLDOUT}
+        if pool is not None and (holdout > 0 or fields["examples"]):
+            wanted |= {"examples_pool": pool, "examples_holdout": holdout}
         recipe, created = PromptRecipe.objects.get_or_create(name=name, defaults=wanted)
         if not created:
             changed = [field for field, value in wanted.items() if getattr(recipe, field) != value]

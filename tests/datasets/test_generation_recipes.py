@@ -50,7 +50,7 @@ def test_a_condition_asks_only_the_questions_at_its_levels_and_stores_the_exact_
     job.refresh_from_db()
     assert job.status == GenerationJob.Status.DONE and job.recipe == recipe and job.levels == {"bias": "recency"}
     assert job.parameters == {"model": "fake-model", **recipe.settings()}
-    assert job.parameters["condition"] == {"mitigation": "none"} and job.parameters["max_tokens"] == 10
+    assert job.parameters["condition"] == {"mitigation": "none"} and job.parameters["max_tokens"] == 512
     assert (again.status, again.already_present, again.tasks.count()) == (GenerationJob.Status.DONE, 4, 0)
     answers = Answer.objects.filter(source=source, settings_hash=job.settings_hash).select_related("question")
     assert sorted(answer.question.external_id for answer in answers) == [f"{n}-recency" for n in range(4)]
@@ -59,7 +59,7 @@ def test_a_condition_asks_only_the_questions_at_its_levels_and_stores_the_exact_
         request = answer.response_metadata["request"]
         assert request in received
         assert request == {"model": "fake-model", "messages": [{"role": "user", "content": answer.prompt}],
-                           "temperature": 0.0, "max_tokens": 10}  # fmt: skip
+                           "temperature": 0.0, "max_tokens": 512}  # fmt: skip
         assert answer.prompt.startswith(biasmedqa.INSTRUCTION + "\n\n### Question: A patient")
         assert answer.text in "ABCDE" and len(answer.text) == 1  # the stand-in answers with a letter
         assert answer.parameters == job.parameters
@@ -67,6 +67,35 @@ def test_a_condition_asks_only_the_questions_at_its_levels_and_stores_the_exact_
     education_answers = Answer.objects.filter(settings_hash=education.settings_hash)
     assert education_answers.count() == 4
     assert all(biasmedqa.EDUCATION["recency"] in answer.prompt for answer in education_answers)
+
+
+@pytest.mark.django_db
+def test_the_as_published_recipe_sends_the_prompt_as_the_system_message_with_no_temperature():
+    """BiasMedQA's authors sent OpenAI models the prompt as the system message, max_tokens 2048, no temperature."""
+    _, variants = small_variants(2)
+    recipes = {recipe.name: recipe for recipe in ensure_biasmedqa_recipes()}
+    published, recommended = recipes["BiasMedQA as published: no mitigation"], recipes["BiasMedQA: no mitigation"]
+    with FakeLLM() as server:
+        source = model_source(server)
+        job = jobs.start_job(dataset=variants, source=source, recipe=published, levels={"bias": "recency"})
+        drain(source)
+        other = jobs.start_job(dataset=variants, source=source, recipe=recommended, levels={"bias": "recency"})
+        drain(source)
+
+    assert job.settings_hash != other.settings_hash
+    sent = server.requests[:2]
+    answers = Answer.objects.filter(settings_hash=job.settings_hash)
+    assert answers.count() == 2
+    for answer in answers:
+        request = answer.response_metadata["request"]
+        assert request in sent  # the body stored is the body sent
+        assert request == {"model": "fake-model", "messages": [{"role": "system", "content": answer.prompt}],
+                           "max_tokens": 2048}  # fmt: skip
+        assert answer.parameters["temperature"] is None and answer.parameters["prompt_role"] == "system"
+    assert [body["messages"][0]["role"] for body in server.requests[2:]] == ["user", "user"]
+    assert all(body["temperature"] == 0.0 for body in server.requests[2:])
+    # Recipes made before prompt_role existed keep their settings (and so their answers' settings hash).
+    assert "prompt_role" not in recommended.settings() and "examples_rule" not in recommended.settings()
 
 
 @pytest.mark.django_db
@@ -122,7 +151,7 @@ def test_a_recipe_edited_after_the_job_started_fails_its_questions_instead_of_se
 @pytest.mark.django_db
 def test_a_recipe_that_cannot_render_is_refused_before_any_task():
     _, variants = small_variants(1)
-    one_shot = ensure_biasmedqa_recipes()[2]  # no examples pool
+    one_shot = {recipe.name: recipe for recipe in ensure_biasmedqa_recipes()}["BiasMedQA: one-shot"]  # no pool
     with FakeLLM() as server, pytest.raises(jobs.GenerationRefused, match="names no pool"):
         jobs.start_job(dataset=variants, source=model_source(server), recipe=one_shot)
 

@@ -89,7 +89,7 @@ def test_20_self_diagnosis_prompts_equal_the_logged_gpt4_prompts_byte_for_byte(s
     assert [request.prompt for request in requests] == logged
     assert [request.body["messages"] for request in requests] == [[{"role": "user", "content": p}] for p in logged]
     assert requests[0].body | {"messages": None} == {
-        "model": "gpt-4-0613", "messages": None, "temperature": 0.0, "max_tokens": 10,
+        "model": "gpt-4-0613", "messages": None, "temperature": 0.0, "max_tokens": 512,
     }  # fmt: skip
     assert sum("\\" in prompt for prompt in logged) > 0  # the escaping is exercised, not vacuous
 
@@ -126,7 +126,7 @@ def test_one_shot_prompts_follow_the_logged_layout(shared_datasets):
     rows = medqa_rows(shared_datasets, 20)
     base = base_dataset("MedQA (first 20)", rows, escaped=False)
     pool = Dataset.objects.create(name="One-shot examples")
-    recipe = {recipe.name: recipe for recipe in ensure_biasmedqa_recipes(pool=pool)}[ONE_SHOT]
+    recipe = {recipe.name: recipe for recipe in ensure_biasmedqa_recipes(pool=pool, holdout=0)}[ONE_SHOT]
     header = biasmedqa.ONE_SHOT_EXAMPLES[0]["header"]["*"]
 
     ours = []
