@@ -246,7 +246,10 @@ def worker_status() -> dict:
         from config.celery import app
 
         try:
-            replies = app.control.ping(timeout=1.0) or []
+            with app.connection_for_write() as connection:
+                # No reconnection attempts: they would hold the page ~6 s on every refresh while the broker is down.
+                connection.ensure_connection(max_retries=0)
+                replies = app.control.ping(timeout=1.0, connection=connection) or []
             cached = {"mode": "broker", "workers": sorted(name for reply in replies for name in reply)}
         except Exception as error:  # the broker itself is down: say so rather than fail the page
             cached = {"mode": "broker", "workers": [], "error": f"cannot reach the broker: {error}"}

@@ -114,6 +114,23 @@ def test_proportion_cis_equal_bca_on_the_same_binomial_draws_cell_by_cell():
         assert result[cell].note == ""
 
 
+def test_proportion_cis_default_to_1000_resamples_drawn_from_the_given_generator():
+    """Without `resamples`: BCa on exactly 1,000 binomial draws per cell made by hand from the same seed, and the
+    generator is left where those draws leave it (no more, no fewer numbers consumed)."""
+    k, n = np.array([3, 40, 117]), np.array([10, 200, 250])
+    rng = np.random.default_rng(21)
+    result = proportion_cis(k, n, rng=rng)
+
+    reference = np.random.default_rng(21)
+    draws = reference.binomial(n, k / n, size=(1000, k.size))
+    assert rng.bit_generator.state == reference.bit_generator.state
+    for cell in range(k.size):
+        data = np.r_[np.ones(k[cell]), np.zeros(n[cell] - k[cell])]
+        low, high = bca_from_distribution(k[cell] / n[cell], draws[:, cell] / n[cell], jackknife(data, np.mean))
+        assert abs(result[cell].low - low) < 1e-12
+        assert abs(result[cell].high - high) < 1e-12
+
+
 def test_binomial_draws_have_the_index_resampling_distribution():
     """The mean of n resampled 0/1 values is Binomial(n, k/n)/n: 100,000 resamples drawn both ways have the same
     quantiles (to one step of 1/n, the grid both live on), mean and variance."""
@@ -215,3 +232,13 @@ def test_percentile_interval_drops_undefined_resamples_and_says_so():
     too_many = percentile_interval(np.r_[np.ones(499), np.full(501, np.nan)])
     assert too_many == Interval(None, None, "not estimable: statistic undefined in 501 of 1000 resamples")
     assert percentile_interval([]).note.startswith("not estimable")
+
+
+def test_percentile_interval_with_exactly_half_the_resamples_undefined_is_still_given():
+    """Not estimable only when more than half are undefined: 500 of 1,000 still give the interval of the rest."""
+    defined = np.linspace(0, 1, 500)
+    interval = percentile_interval(np.r_[defined, np.full(500, np.nan)])
+
+    np.testing.assert_allclose([interval.low, interval.high], np.quantile(defined, [0.025, 0.975]))
+    assert interval.note == "statistic undefined in 500 of 1000 resamples (dropped)"
+    assert percentile_interval([0.2, np.nan]) == Interval(0.2, 0.2, "statistic undefined in 1 of 2 resamples (dropped)")

@@ -144,6 +144,36 @@ def test_blocks_lacking_a_level_are_dropped_from_that_pair_and_listed_in_natural
     assert table.loc[("B", "C"), ["n_blocks", "n_dropped", "dropped_blocks"]].tolist() == [9, 3, "2; 3; 10"]
 
 
+@pytest.mark.parametrize(
+    "blocks, dtype",
+    [
+        ([1, 2, 3, 4], None),
+        ([1, 2, 3, 4], "Int64"),
+        (["v1", "v2", "v3", "v4"], None),
+        (["v1", "v2", "v3", "v4"], "str"),
+    ],
+    ids=["numbers", "nullable integers", "text with None", "text column"],
+)
+def test_rows_without_a_block_are_left_out_whether_block_ids_are_numbers_or_text(blocks, dtype):
+    """None, NaN or pd.NA as the block: no block to pair by, so not a block of its own ("None", "nan", "")."""
+    matrix = np.array([[0.1, 0.2], [0.3, 0.35], [0.5, 0.5], [0.4, 0.6]])
+    values = long_values(matrix, ["A", "B"], blocks=blocks)
+    missing = (None, np.nan) if isinstance(blocks[0], int) and dtype is None else (None, np.nan, pd.NA)
+    without = [{**values.iloc[0].to_dict(), "block": block, "level": level, "value": value}
+               for block in missing for level, value in (("A", 0.9), ("B", 0.1))]  # fmt: skip
+    without.append({**values.iloc[0].to_dict(), "block": None, "level": "A", "value": 0.7})  # B lacks it
+    mixed = pd.concat([values, pd.DataFrame(without)], ignore_index=True)
+    if dtype:
+        mixed["block"] = mixed["block"].astype(dtype)
+    assert mixed["block"].isna().sum() == len(without)
+
+    row = paired_tests(mixed).iloc[0]
+
+    assert row[["n_blocks", "n_dropped", "dropped_blocks"]].tolist() == [4, 0, ""]
+    expected = stats.ttest_rel(matrix[:, 0], matrix[:, 1])
+    assert (row["t"], row["p_value"]) == pytest.approx((expected.statistic, expected.pvalue), rel=1e-12)
+
+
 def test_pairs_that_cannot_be_tested_have_empty_statistics_and_keep_m():
     # A: every block; B: only block 0 (n = 1); C = A + 0.05 exactly (zero variance, nonzero difference);
     # D = A (zero difference); E: blocks 5-9 (no block shared with B).
@@ -191,6 +221,17 @@ def test_significance_flags_follow_the_papers_three_thresholds():
     flags = paired.significance(np.array([0.00005, 0.0015, 0.002, 0.03, 0.05, 0.2, np.nan]), alpha=0.05, pairs=28)
 
     assert flags == ["***", "**", "*", "*", "", "", ""]
+
+
+def test_three_stars_need_p_below_one_in_ten_thousand_not_one_in_a_thousand():
+    """Between 0.0001 and 0.001 (here below alpha/m = 0.05/28 = 0.00179) is "**"; 0.0001 itself is not below it."""
+    p = np.array([0.00009999, 0.0001, 0.00010001, 0.0005, 0.000999, 0.001, 0.0017])
+    assert paired.significance(p, alpha=0.05, pairs=28) == ["***", "**", "**", "**", "**", "**", "**"]
+    assert paired.significance(np.array([0.0005, 0.00005]), alpha=0.05, pairs=1) == ["**", "***"]
+
+
+def test_significance_boundaries_are_strict_at_alpha_and_alpha_over_m():
+    assert paired.significance(np.array([0.05 / 28, 0.05]), alpha=0.05, pairs=28) == ["*", ""]
 
 
 def test_families_are_tested_apart_and_extra_family_columns_are_kept():
@@ -278,6 +319,21 @@ def test_group_means_without_an_interval_for_one_observation_or_no_spread():
     assert table.loc[("A", "all"), "n"] == 1 and table.loc[("C", "all"), "n"] == 1  # NaN is no observation
     assert table.loc[("B", "all"), ["mean", "sd"]].tolist() == [0.2, 0.0]
     assert table[["ci_low", "ci_high"]].isna().all().all()
+
+
+def test_group_means_of_two_observations_have_scipys_t_interval():
+    values = pd.DataFrame(
+        {"level": ["A", "A", "B", "B", "B"], "value": [0.2, 0.5, 0.1, 0.4, 0.3], "context": ["x", "x", "x", "x", "y"]}
+    ).assign(study="S", outcome="o", source="m", factor="f")
+
+    table = group_means(values).set_index(["level", "stratum"])
+
+    for key, x in [(("A", "all"), [0.2, 0.5]), (("B", "x"), [0.1, 0.4])]:
+        x = np.array(x)
+        low, high = stats.t.interval(0.95, 1, loc=x.mean(), scale=x.std(ddof=1) / math.sqrt(2))
+        assert table.loc[key, "n"] == 2
+        assert table.loc[key, ["ci_low", "ci_high"]].tolist() == pytest.approx([low, high], rel=1e-12)
+    assert table.loc[("B", "y"), ["ci_low", "ci_high"]].isna().all()  # n = 1
 
 
 def test_the_heat_table_has_the_papers_rows_and_columns(shared_datasets):

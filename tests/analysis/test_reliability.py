@@ -3,6 +3,7 @@
 import krippendorff
 import numpy as np
 import pytest
+from scipy import stats
 from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa, to_table
 from statsmodels.stats.inter_rater import cohens_kappa as sm_cohens_kappa
 
@@ -200,6 +201,28 @@ def test_bootstrap_interval_equals_a_naive_loop_over_resampled_items(metric):
     assert estimate.ci_high == pytest.approx(naive.high, abs=1e-12)
     assert estimate.ci_low <= estimate.estimate <= estimate.ci_high
     assert estimate.note == ""
+
+
+def test_reliability_interval_defaults_to_scipys_percentile_bootstrap_with_1000_resamples():
+    """Without `resamples`: the interval `scipy.stats.bootstrap(n_resamples=1000, method="percentile")` gives
+    over the items with the same seed (it draws the same item indices), and the generator is left where those
+    1,000 resamples leave it."""
+    matrix = random_matrix(7, 40, 2, 3, 0.0)
+    rng = np.random.default_rng(5)
+    estimate = reliability_with_ci(matrix, "cohen_kappa", rng=rng)
+
+    reference_rng = np.random.default_rng(5)
+    reference = stats.bootstrap(
+        (np.arange(40),),
+        lambda items: cohen_kappa(matrix[items, 0], matrix[items, 1]),
+        vectorized=False,
+        n_resamples=1000,
+        method="percentile",
+        rng=reference_rng,
+    ).confidence_interval
+    assert estimate.ci_low == pytest.approx(reference.low, abs=1e-12)
+    assert estimate.ci_high == pytest.approx(reference.high, abs=1e-12)
+    assert rng.bit_generator.state == reference_rng.bit_generator.state
 
 
 def test_bootstrap_weights_are_multinomial_counts():

@@ -9,7 +9,7 @@ import pytest
 from scipy import stats
 
 from analysis import outcomes, tables
-from analysis.bootstrap import ALL_EQUAL
+from analysis.bootstrap import ALL_EQUAL, proportion_cis
 from studies import release
 from tests.analysis.conftest import (
     CC_MANUAL,
@@ -483,6 +483,23 @@ def test_rate_intervals_agree_with_scipy_bootstrap(tmp_path):
     assert (found["n"], found["estimate"]) == (300, any_vote.mean())
     low, high = scipy_bca(any_vote)
     assert (found["ci_low"], found["ci_high"]) == (pytest.approx(low, abs=0.01), pytest.approx(high, abs=0.01))
+
+
+def test_rate_intervals_are_proportion_cis_with_1000_resamples_from_the_generator_given():
+    """`rates` passes every row's k and n, in its row order, to one `proportion_cis` call with 1,000 resamples."""
+    biased = np.random.default_rng(1).random(300) < 0.3
+    rows = [independent_row(f"q{i // 3}", MIXED, PHYSICIAN, f"r{i % 3}", "Minor bias" if b else "No bias")
+            for i, b in enumerate(biased)]  # fmt: skip
+    long, _, _ = outcomes.outcome_tables({"independent": release_frame("independent", rows)})
+
+    table = tables.rates(long, rng=np.random.default_rng(8))
+
+    n = table["n"].to_numpy()
+    expected = proportion_cis(np.rint(table["estimate"] * n), n, rng=np.random.default_rng(8), resamples=1000)
+    found = [(None if pd.isna(low) else low, None if pd.isna(high) else high, note)
+             for low, high, note in zip(table["ci_low"], table["ci_high"], table["note"], strict=True)]  # fmt: skip
+    assert found == [(interval.low, interval.high, interval.note) for interval in expected]
+    assert sum(interval.low is not None for interval in expected) >= 3  # bias presence: pooled, majority, any
 
 
 def test_outcome_names_and_equitymedqa_sets_match_the_release_format():

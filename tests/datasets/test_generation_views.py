@@ -4,6 +4,8 @@ Jobs run against a local chat-completions server (tests/llm_server.FakeLLM). Cel
 lanes a job dispatches at commit run inline once the captured on-commit callbacks execute.
 """
 
+import socket
+import time
 from datetime import timedelta
 
 import pytest
@@ -12,6 +14,7 @@ from django.utils import timezone
 
 from datasets.generation import jobs, lanes
 from datasets.models import Answer, GenerationJob, GenerationTask
+from tests.celery_process import using_broker
 from tests.factories import (
     AnalystFactory,
     AnswerFactory,
@@ -360,6 +363,48 @@ def test_a_broker_that_cannot_be_reached_is_named_in_the_warning(client, analyst
     page = client.get(reverse("datasets:generation_job", args=[job.pk])).content.decode()
 
     assert "cannot reach the broker: Connection refused" in page
+
+
+@pytest.fixture
+def closed_port():
+    """A local port bound but never listening: connecting to it is refused at once, and nothing else takes it."""
+    with socket.socket() as reserved:
+        reserved.bind(("127.0.0.1", 0))
+        yield reserved.getsockname()[1]
+
+
+def test_a_broker_that_is_down_is_detected_and_named_on_the_page_at_once(
+    client, analyst, dataset, settings, closed_port
+):
+    from config.celery import app
+
+    job = jobs.start_job(dataset=dataset, source=unreachable_source())
+    client.force_login(analyst)
+    url = reverse("datasets:generation_job", args=[job.pk])
+    assert "cannot reach the broker" not in client.get(url).content.decode()  # eager; and the page is warmed up
+    settings.CELERY_TASK_ALWAYS_EAGER = False  # as when CELERY_BROKER_URL is set
+    with using_broker(app, broker_url=f"redis://127.0.0.1:{closed_port}/0", queue="equityrate-test-no-broker"):
+        started = time.monotonic()
+        page = client.get(url).content.decode()
+        elapsed = time.monotonic() - started
+
+    assert '<div class="notice notice-alert" role="alert" data-notice="no-worker">' in page
+    assert "cannot reach the broker: " in page and "Connection refused" in page
+    assert elapsed < 2, elapsed  # the page does not wait out the broker client's reconnection attempts
+
+
+def test_a_reachable_broker_is_not_reported_as_unreachable(client, analyst, dataset, settings, celery_broker):
+    """Whether a worker answers is not asserted: other test runs sharing the Redis may have one listening."""
+    job = jobs.start_job(dataset=dataset, source=unreachable_source())
+    client.force_login(analyst)
+    settings.CELERY_TASK_ALWAYS_EAGER = False
+
+    page = client.get(reverse("datasets:generation_job", args=[job.pk])).content.decode()
+
+    assert "cannot reach the broker" not in page
+    assert '<p class="hint" data-notice-detail></p>' in page
+    status = jobs.worker_status()
+    assert status["mode"] == "broker" and "error" not in status
 
 
 def test_workers_that_answer_but_run_no_lane_for_the_job_are_pointed_to_resume(

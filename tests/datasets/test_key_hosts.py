@@ -127,10 +127,25 @@ def test_an_unlisted_variable_does_not_validate_and_says_what_to_set(settings):
     ]
 
 
+def validation_errors(source: AnswerSource) -> dict[str, list[str]]:
+    try:
+        source.full_clean()
+    except ValidationError as error:
+        return error.message_dict
+    return {}
+
+
 @pytest.mark.django_db
 def test_sources_without_a_key_go_anywhere(settings):
-    settings.MODEL_KEY_HOSTS = {}
-    AnswerSourceFactory.build(base_url="http://models.example.org/v1", model_name="m").full_clean()
+    """No key, nothing to guard: any URL validates, plain http to another machine included, where the same
+    source naming a key is refused."""
+    settings.MODEL_KEY_HOSTS = parse_key_hosts(f"{KEY}=api.openai.com")
+    for base_url in ("http://models.example.org/v1", "https://evil.example/v1"):
+        keyless = AnswerSourceFactory.build(base_url=base_url, model_name="m")
+        keyed = AnswerSourceFactory.build(base_url=base_url, model_name="m", api_key_env=KEY)
+
+        assert keyless.api_key_env == "" and validation_errors(keyless) == {}
+        assert "may be sent only to api.openai.com" in " ".join(validation_errors(keyed).get("base_url", []))
 
 
 @pytest.mark.django_db
@@ -221,6 +236,16 @@ def test_a_source_saved_before_the_binding_changed_sends_no_key(dataset, setting
     assert errors == {f"{KEY} may be sent only to api.openai.com (MODEL_KEY_HOSTS), not to 127.0.0.1:"
                       f"{server.base_url.split(':')[2].split('/')[0]}: use one of those hosts, or ask the "
                       "server's operator to bind the variable to this one"}  # fmt: skip
+
+
+def test_a_source_without_a_key_is_sent_no_authorization_header_whatever_the_setting(dataset, settings):
+    settings.MODEL_KEY_HOSTS = {}  # no variable may be sent anywhere; a source without one is not concerned
+    with FakeLLM() as server:
+        source = AnswerSourceFactory(base_url=server.base_url, model_name="m", concurrency=1)
+        job = run_job(dataset, source)
+    assert len(server.received) == 2
+    assert all("Authorization" not in headers for _, _, headers in server.received)
+    assert not jobs.failed_tasks(job).exists()
 
 
 def test_a_redirect_never_carries_the_key_to_another_host(dataset, settings, monkeypatch):
