@@ -22,10 +22,10 @@ from urllib.parse import urlsplit
 
 # Only variables named like API keys may be read: naming, say, SECRET_KEY or DATABASE_URL would send the
 # server's own secrets to the source's URL as a bearer token.
-API_KEY_VARIABLE = re.compile(r"^[A-Z][A-Z0-9_]*_API_(KEY|TOKEN)$")
+API_KEY_VARIABLE = re.compile(r"^[A-Z][A-Z0-9_]*_API_(KEY|TOKEN)\Z")
 _LABEL = r"(?!-)[a-z0-9-]{1,63}(?<!-)"
-_HOST_NAME = re.compile(rf"^{_LABEL}(\.{_LABEL})*$")
-_PORT = re.compile(r"^[0-9]{1,5}$")
+_HOST_NAME = re.compile(rf"^{_LABEL}(\.{_LABEL})*\Z")
+_PORT = re.compile(r"^[0-9]{1,5}\Z")
 LOOPBACK_NAMES = {"localhost"}
 
 

@@ -11,6 +11,7 @@ ERRORS = {
     "403": "Signed in, but this role may not do this.",
     "404": "No such object, or not one you may see; or a page past the last.",
     "429": "Too many requests: wait for the number of seconds in Retry-After.",
+    "503": "The database took longer than WEB_STATEMENT_TIMEOUT_MS over this request, which was stopped.",
 }
 
 
@@ -19,7 +20,8 @@ class AutoSchema(openapi.AutoSchema):
 
     400 for every operation (the address and body checks of config.middleware and config.rest apply to all),
     401 where authentication applies, 403 where a permission does, 404 for objects and paginated lists,
-    429 where a throttle applies. Operation-specific errors (409 ...) come from each view's @extend_schema.
+    429 where a throttle applies, 503 for all (a request's queries are stopped after
+    WEB_STATEMENT_TIMEOUT_MS). Operation-specific errors (409 ...) come from each view's @extend_schema.
     """
 
     def error_codes(self) -> list[str]:
@@ -32,6 +34,7 @@ class AutoSchema(openapi.AutoSchema):
             codes.append("404")
         if self.view.get_throttles():
             codes.append("429")
+        codes.append("503")  # config.middleware.StatementTimeout, for every request
         return codes
 
     def _get_response_bodies(self, direction="response"):

@@ -83,6 +83,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "config.middleware.refuse_nul_in_address",
+    "config.middleware.StatementTimeout",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -137,6 +138,12 @@ if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
         "cached_statements": 16,
     }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+# Web requests on PostgreSQL run under this statement_timeout (config.middleware.StatementTimeout): a longer query
+# is cancelled and the request answered with 503. Below gunicorn's 30-second worker timeout, so the database stops
+# first. Workers and commands have no limit. 0: none for requests either.
+WEB_STATEMENT_TIMEOUT_MS = env_int("WEB_STATEMENT_TIMEOUT_MS", 25_000)
+if WEB_STATEMENT_TIMEOUT_MS < 0:
+    raise ImproperlyConfigured("WEB_STATEMENT_TIMEOUT_MS must be 0 (no limit) or more")
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},

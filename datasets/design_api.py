@@ -17,6 +17,7 @@ from . import recipe_pages, recipes, variant_pages
 from .api import GenerationJobDetailSerializer, GenerationRefusedSerializer
 from .generation import jobs
 from .models import AnswerSource, Dataset, GenerationJob, PromptRecipe, Question, VariantRun
+from .variants import MAX_LIMIT, MAX_SEED, MIN_SEED
 from .variants import runs as variant_runs
 
 RECIPE_FIELDS = ["name", "description", "mode", "system_prompt", "prompt_role", "instruction", "level_factor",
@@ -43,7 +44,22 @@ class RecipeJSONField(StorableJSONField):
         return value
 
 
-class PromptRecipeSerializer(serializers.ModelSerializer):
+class StrictInputSerializer(serializers.Serializer):
+    """Input that names a field we do not know is refused, not silently ignored: a misspelt option (say
+    `options` for `biases` and `limit`) would otherwise start a run over every base question, a misspelt recipe
+    setting would leave the default in place. (Read-only fields sent back are ignored, as DRF does.)"""
+
+    def to_internal_value(self, data):
+        if isinstance(data, dict):
+            unknown = sorted(str(key) for key in data if key not in self.fields)
+            if unknown:
+                known = ", ".join(name for name, field in self.fields.items() if not field.read_only)
+                message = f"Unknown field; the fields are: {known}."
+                raise serializers.ValidationError({key: [message] for key in unknown})
+        return super().to_internal_value(data)
+
+
+class PromptRecipeSerializer(StrictInputSerializer, serializers.ModelSerializer):
     level_texts = RecipeJSONField(setting="level_texts", required=False)
     examples = RecipeJSONField(setting="examples", required=False)
     condition = RecipeJSONField(setting="condition", required=False)
@@ -75,20 +91,6 @@ class PromptRecipeSerializer(serializers.ModelSerializer):
         return attrs
 
 
-class StrictInputSerializer(serializers.Serializer):
-    """Input that names a field we do not know is refused, not silently ignored: a misspelt option (say
-    `options` for `biases` and `limit`) would otherwise start a run over every base question."""
-
-    def to_internal_value(self, data):
-        if isinstance(data, dict):
-            unknown = sorted(str(key) for key in data if key not in self.fields)
-            if unknown:
-                raise serializers.ValidationError(
-                    {key: [f"Unknown field; the fields are: {', '.join(self.fields)}."] for key in unknown}
-                )
-        return super().to_internal_value(data)
-
-
 class RecipePreviewInputSerializer(StrictInputSerializer):
     question_id = serializers.PrimaryKeyRelatedField(queryset=Question.objects.all(), help_text="Any question.")
     source = serializers.PrimaryKeyRelatedField(
@@ -117,15 +119,15 @@ class RecipeJobInputSerializer(StrictInputSerializer):
         queryset=AnswerSource.objects.all(), help_text="A model source with an endpoint (base_url)."
     )
     levels = serializers.DictField(
-        child=serializers.CharField(max_length=200),
+        child=serializers.CharField(max_length=recipes.MAX_LEVEL_CHARS),
         required=False,
-        help_text='Only the dataset\'s questions at these levels, e.g. {"bias": "recency"}.',
+        help_text='Only the dataset\'s questions at these levels, e.g. {"bias": "recency"}: at most '
+        f"{recipes.MAX_FACTORS} factors, whose names have {recipes.KEY_RULE}.",
     )
 
     def validate_levels(self, levels):
-        for factor in levels:
-            if not recipe_pages.LEVEL_FACTOR.match(factor):
-                raise serializers.ValidationError(f"{factor!r} is not a factor name (letters, digits, _).")
+        if problem := recipes.levels_problem(levels):
+            raise serializers.ValidationError(problem)
         return levels
 
 
@@ -154,14 +156,14 @@ class VariantRunRefusedSerializer(serializers.Serializer):
 class VariantRunCreateSerializer(StrictInputSerializer):
     generator = serializers.ChoiceField(choices=[])
     base_dataset = serializers.PrimaryKeyRelatedField(queryset=Dataset.objects.all())
-    seed = serializers.IntegerField(default=0, min_value=-(2**31), max_value=2**31 - 1)
+    seed = serializers.IntegerField(default=0, min_value=MIN_SEED, max_value=MAX_SEED)
     biases = serializers.ListField(
         child=serializers.ChoiceField(choices=[]),
         required=False,
         help_text="The levels to make (BiasMedQA's biases, Q-Pain's race x gender profiles such as \"Black woman\"). "
         "Empty: the generator's default levels.",
     )
-    limit = serializers.IntegerField(required=False, min_value=1, max_value=2**31 - 1,
+    limit = serializers.IntegerField(required=False, min_value=1, max_value=MAX_LIMIT,
                                      help_text="Only the first N base questions.")  # fmt: skip
 
     def __init__(self, *args, **kwargs):

@@ -117,7 +117,7 @@ def draw_examples(
 
 
 def where_keys(specs: list[dict]) -> tuple[str, ...]:
-    return tuple(sorted({key for spec in specs for key in (spec.get("where") or {})}))
+    return tuple(sorted({key for spec in specs if isinstance(spec, dict) for key in (spec.get("where") or {})}))
 
 
 def pool_units(recipe: PromptRecipe) -> list[Unit]:

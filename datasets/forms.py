@@ -5,6 +5,7 @@ from . import recipe_pages, recipes
 from . import variant_pages as variant_registry
 from .importers.questions import FORMATS
 from .models import AnswerSource, Dataset, PromptRecipe
+from .variants import MAX_LIMIT, MAX_SEED, MIN_SEED
 
 
 class UploadForm(forms.Form):
@@ -216,15 +217,19 @@ class RecipeJobForm(forms.Form):
 class VariantRunForm(forms.Form):
     generator = forms.ChoiceField(choices=[])
     base_dataset = forms.ModelChoiceField(queryset=Dataset.objects.order_by("name"), label="Base dataset")
-    seed = forms.IntegerField(initial=0, help_text="Same generator, version and seed: the same variants.")
+    seed = forms.IntegerField(
+        initial=0, min_value=MIN_SEED, max_value=MAX_SEED,
+        help_text="Same generator, version and seed: the same variants.",
+    )  # fmt: skip
     biases = forms.MultipleChoiceField(
         choices=[], widget=forms.CheckboxSelectMultiple, required=False, label="Levels",
         help_text="Empty: the generator's default levels (BiasMedQA: the 7 biases, not the _v2 ones; Q-Pain: all 8 "
         "race x gender profiles).",
     )  # fmt: skip
     limit = forms.IntegerField(
-        required=False, min_value=1, help_text="Only the first N base questions (a small trial). Empty: all."
-    )
+        required=False, min_value=1, max_value=MAX_LIMIT,
+        help_text="Only the first N base questions (a small trial). Empty: all.",
+    )  # fmt: skip
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)

@@ -29,8 +29,6 @@ SAMPLE_QUESTION = recipes.QuestionView(
 SAMPLE_FIELDS = ["question", "options", *SAMPLE_QUESTION.metadata]
 # The model name a preview shows when no source is chosen: the job puts the source's model name here.
 PREVIEW_MODEL = "<the source's model>"
-LEVEL_PAIR = re.compile(r"^\s*(\w+)\s*=\s*([^=,]+?)\s*$")
-LEVEL_FACTOR = re.compile(r"^\w+$")
 EXAMPLE_ANSWERS = ("wrong", "correct")
 EXAMPLE_KEYS = ("header", "answer", "where", "template", "replace")
 EXAMPLES_HELP = (
@@ -38,7 +36,9 @@ EXAMPLES_HELP = (
     '"header" ({level: text}, "*" for any other level), "answer" ("wrong" or "correct": the letter it is answered '
     'with), "where" ({metadata field: value}: only pool questions with these values), "template" (the example\'s '
     'own text over its fields, e.g. "Answer: {answer}"; instead of the item block and letter) and "replace" '
-    "([[old, new], ...], applied in order to the example's text)."
+    "([[old, new], ...], applied in order to the example's text). "
+    f'At most {recipes.MAX_EXAMPLES} examples, {recipes.MAX_FACTORS} "where" fields and '
+    f"{recipes.MAX_REPLACE_PAIRS} replace pairs of at most {recipes.MAX_REPLACE_CHARS} characters each."
 )
 
 
@@ -60,6 +60,8 @@ def json_field_problem(name: str, value) -> str | None:
     elif name == "examples":
         if not isinstance(value, list):
             return 'Write a JSON list of examples, e.g. [{"header": {"*": "### Example:"}, "answer": "wrong"}].'
+        if len(value) > recipes.MAX_EXAMPLES:
+            return f"At most {recipes.MAX_EXAMPLES} worked examples, not {len(value)}."
         for number, spec in enumerate(value, start=1):
             if problem := example_problem(spec):
                 return f"Example {number}: {problem}"
@@ -76,10 +78,12 @@ def example_problem(spec) -> str | None:
     if spec.get("answer", "wrong") not in EXAMPLE_ANSWERS:
         return '"answer" is "wrong" or "correct".'
     where = spec.get("where", {})
-    if not isinstance(where, dict) or not all(
-        LEVEL_FACTOR.match(str(key)) and isinstance(v, str | int | float) for key, v in where.items()
-    ):
+    if not isinstance(where, dict) or not all(isinstance(v, str | int | float) for v in where.values()):
         return '"where" is an object of metadata field → value, e.g. {"kind": "yes"}.'
+    if len(where) > recipes.MAX_FACTORS:
+        return f'"where" names at most {recipes.MAX_FACTORS} fields, not {len(where)}.'
+    if wrong := next((key for key in where if not recipes.plain_key(key)), None):
+        return f'"where" names {wrong[: recipes.MAX_KEY_CHARS]!r}, not a metadata field name ({recipes.KEY_RULE}).'
     if "template" in spec and not (isinstance(spec["template"], str) and spec["template"].strip()):
         return '"template" is the example\'s text, e.g. "Question: {question}\\nAnswer: {answer}".'
     if "answer" in spec and "template" in spec:
@@ -90,6 +94,10 @@ def example_problem(spec) -> str | None:
         for pair in replace
     ):
         return '"replace" is a list of [old, new] text pairs, applied in order, e.g. [["Patient D", "Patient A"]].'
+    if len(replace) > recipes.MAX_REPLACE_PAIRS:
+        return f'"replace" has at most {recipes.MAX_REPLACE_PAIRS} pairs, not {len(replace)}.'
+    if any(len(text) > recipes.MAX_REPLACE_CHARS for pair in replace for text in pair):
+        return f'each text of a "replace" pair is at most {recipes.MAX_REPLACE_CHARS} characters.'
     return None
 
 
@@ -121,6 +129,7 @@ def sample_questions(recipe: PromptRecipe) -> tuple[recipes.QuestionView, list[r
 
 def check_recipe(recipe: PromptRecipe) -> None:
     """Render a sample question (and samples as the worked examples) with the recipe; raises RecipeError."""
+    recipes.check_keys(recipe)
     if recipe.examples and recipe.examples_pool_id is None:
         raise recipes.RecipeError("examples: the recipe names no pool to draw them from")
     if recipe.examples_pool_id is not None and not recipe.examples and not recipe.examples_holdout:
@@ -145,7 +154,16 @@ def error_field(error: recipes.RecipeError) -> str | None:
     name = str(error).split(":", 1)[0]
     if name.startswith("examples "):  # "examples template: ..." names a worked example's own template
         return "examples"
-    return name if name in {"item_template", "options_format", "examples", "examples_pool", "prompt_role"} else None
+    fields = {
+        "item_template",
+        "options_format",
+        "examples",
+        "examples_pool",
+        "level_factor",
+        "examples_match_factor",
+        "prompt_role",
+    }
+    return name if name in fields else None
 
 
 @dataclass(frozen=True)
@@ -158,6 +176,7 @@ class Preview:
 def preview(recipe: PromptRecipe, question: Question, source: AnswerSource | None = None) -> Preview:
     """The exact request a job of this recipe sends for this question (with the source's model name)."""
     model = source.model_name if source is not None else PREVIEW_MODEL
+    recipes.check_keys(recipe)  # a recipe saved before they were checked: its keys would reach the queries
     return Preview(question, model, recipes.build_request(recipe, question, model=model))
 
 
@@ -177,13 +196,14 @@ def parse_levels(text: str) -> dict[str, str]:
     """`bias=recency, mitigation=none` (commas or new lines) → {"bias": "recency", "mitigation": "none"}."""
     levels: dict[str, str] = {}
     for part in filter(str.strip, re.split(r"[,\n]", text or "")):
-        match = LEVEL_PAIR.match(part)
-        if not match:
+        factor, equals, level = (side.strip() for side in part.partition("="))
+        if not (factor and equals and level) or "=" in level:
             raise LevelsError(f"{part.strip()!r} is not factor=level (e.g. bias=recency).")
-        factor, level = match.groups()
         if factor in levels:
             raise LevelsError(f"The factor {factor!r} is given twice.")
         levels[factor] = level
+    if problem := recipes.levels_problem(levels):
+        raise LevelsError(problem)
     return levels
 
 

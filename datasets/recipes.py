@@ -17,9 +17,67 @@ LETTERS = "ABCDEFGHIJ"
 # The reference level of a factor a question does not carry (BiasMedQA's unbiased questions).
 REFERENCE_LEVEL = example_pool.REFERENCE_LEVEL
 
+# Bounds on what a recipe may make (issue 17). A real prompt is a few thousand characters; `replace` pairs and
+# templates repeating a field multiply text, so rendering stops with a RecipeError at MAX_PROMPT_CHARS rather
+# than build a string of gigabytes. The pages and the API refuse larger recipes when they are saved.
+MAX_PROMPT_CHARS = 1_000_000
+MAX_EXAMPLES = 20
+MAX_REPLACE_PAIRS = 20
+MAX_REPLACE_CHARS = 200  # each text of a pair
+# Factor names and metadata field names end up in queries after `levels__` or `metadata__`, where Django reads
+# `__` as the start of a lookup (`bias__regex`): they must be plain keys.
+KEY = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
+MAX_KEY_CHARS = 100
+KEY_RULE = f"letters, digits, _ and -, starting with a letter, without __, at most {MAX_KEY_CHARS} characters"
+MAX_FACTORS = 20  # factors of a levels filter, keys of an example's `where`
+MAX_LEVEL_CHARS = 200
+
 
 class RecipeError(ValueError):
     """A recipe that cannot render a question: the message says which field and why."""
+
+
+def plain_key(name) -> bool:
+    """Whether `name` may be a factor's or a metadata field's name in a query (see KEY_RULE)."""
+    return isinstance(name, str) and len(name) <= MAX_KEY_CHARS and "__" not in name and bool(KEY.fullmatch(name))
+
+
+def levels_problem(levels) -> str | None:
+    """Why a levels filter ({factor: level}, a job's or a request's) cannot be used, or None."""
+    if not isinstance(levels, dict) or not all(isinstance(level, str) for level in levels.values()):
+        return 'Levels name a factor and a level, e.g. {"bias": "recency"}.'
+    if len(levels) > MAX_FACTORS:
+        return f"At most {MAX_FACTORS} factors, not {len(levels)}."
+    for factor, level in levels.items():
+        if not plain_key(factor):
+            return f"{str(factor)[:MAX_KEY_CHARS]!r} is not a factor name ({KEY_RULE})."
+        if not level or len(level) > MAX_LEVEL_CHARS:
+            return f"The level of {factor} is 1 to {MAX_LEVEL_CHARS} characters."
+    return None
+
+
+def check_keys(recipe: PromptRecipe) -> None:
+    """Raise RecipeError if what the recipe's queries are built from is out of bounds: a factor (`level_factor`,
+    `examples_match_factor`) or a key of an example's `where` that is not a plain key, more than MAX_EXAMPLES
+    examples (a query each) or MAX_FACTORS `where` keys. Call it before building such a query: a recipe saved
+    before the pages and the API checked these may hold anything."""
+    for name in ("level_factor", "examples_match_factor"):
+        value = getattr(recipe, name) or ""
+        if value and not plain_key(value):
+            raise RecipeError(f"{name}: {str(value)[:MAX_KEY_CHARS]!r} is not a factor name ({KEY_RULE}).")
+    examples = recipe.examples or []
+    if not isinstance(examples, list) or len(examples) > MAX_EXAMPLES:
+        raise RecipeError(f"examples: a list of at most {MAX_EXAMPLES} worked examples.")
+    for number, spec in enumerate(examples, start=1):
+        where = spec.get("where") if isinstance(spec, dict) else None
+        if where is None:
+            continue
+        if not isinstance(where, dict) or len(where) > MAX_FACTORS:
+            raise RecipeError(f'examples: example {number}: "where" is an object of at most {MAX_FACTORS} fields.')
+        for key in where:
+            if not plain_key(key):
+                raise RecipeError(f'examples: example {number}: "where" names {str(key)[:MAX_KEY_CHARS]!r}, '
+                                  f"not a metadata field name ({KEY_RULE}).")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -49,20 +107,40 @@ class Request:
 
 def options_text(options: dict, settings: dict) -> str:
     item_format = settings.get("options_format") or "{letter}: {text}"
-    return (settings.get("options_separator") or ", ").join(
-        _fill(item_format, {"letter": letter, "text": str(text)}, "options_format")
-        for letter, text in sorted((options or {}).items())
-    )
+    separator = settings.get("options_separator") or ", "
+    items: list[str] = []
+    length = 0
+    for letter, text in sorted((options or {}).items()):
+        items.append(_fill(item_format, {"letter": letter, "text": str(text)}, "options_format"))
+        length += len(items[-1]) + len(separator)
+        _check_length(length, "options_format")
+    return separator.join(items)
 
 
 def _fill(template: str, values: dict, where: str) -> str:
-    def value(match: re.Match) -> str:
+    """The template with each {name} replaced by its value; its length is known (and checked) before it is made."""
+    texts = {name: str(value) for name, value in values.items()}
+    length = len(template)
+    for match in PLACEHOLDER.finditer(template):
         name = match.group(1)
-        if name not in values:
+        if name not in texts:
             raise RecipeError(f"{where}: the question has no field {{{name}}}")
-        return str(values[name])
+        length += len(texts[name]) - len(match.group(0))
+    _check_length(length, where)
+    return PLACEHOLDER.sub(lambda match: texts[match.group(1)], template)
 
-    return PLACEHOLDER.sub(value, template)
+
+def _replace(text: str, old: str, new: str) -> str:
+    """str.replace, refused (before the text is made) when the result would pass MAX_PROMPT_CHARS."""
+    if len(text) + text.count(old) * (len(new) - len(old)) > MAX_PROMPT_CHARS:
+        raise RecipeError(f"examples: replacing {old[:40]!r} would make the prompt longer than {MAX_PROMPT_CHARS:,} "
+                          "characters (the limit).")  # fmt: skip
+    return text.replace(old, new)
+
+
+def _check_length(length: int, where: str) -> None:
+    if length > MAX_PROMPT_CHARS:
+        raise RecipeError(f"{where}: the prompt would be longer than {MAX_PROMPT_CHARS:,} characters (the limit).")
 
 
 def item_values(question: QuestionView, settings: dict) -> dict:
@@ -87,8 +165,11 @@ def example_block(spec: dict, example: QuestionView, settings: dict) -> str:
     else:
         answer = example_answer(example, spec.get("answer", "wrong"), int(settings.get("examples_seed") or 0))
         block = item_block(example, settings) + answer
-    for old, new in spec.get("replace") or []:
-        block = block.replace(old, new)
+    pairs = spec.get("replace") or []
+    if len(pairs) > MAX_REPLACE_PAIRS:
+        raise RecipeError(f"examples: at most {MAX_REPLACE_PAIRS} replace pairs in an example, not {len(pairs)}.")
+    for old, new in pairs:
+        block = _replace(block, old, new)
     return block
 
 
@@ -116,6 +197,8 @@ def render_prompt(settings: dict, question: QuestionView, examples: list[Questio
         instruction = f"{instruction} {extra}" if instruction else extra
     parts = [instruction] if instruction else []
     specs = settings.get("examples") or []
+    if len(specs) > MAX_EXAMPLES:
+        raise RecipeError(f"examples: at most {MAX_EXAMPLES} worked examples, not {len(specs)}.")
     # An example's header is keyed by the question's level of the factor the examples match (BiasMedQA's
     # one-shot recipe has no per-level instruction text, but its header names the bias or not).
     header_factor = settings.get("examples_match_factor") or factor
@@ -125,16 +208,23 @@ def render_prompt(settings: dict, question: QuestionView, examples: list[Questio
         header = headers.get(header_level, headers.get("*", ""))
         block = example_block(spec, example, settings)
         parts.append(f"{header}\n{block}" if header else block)
+        _check_length(_joined_length(parts), "examples")
     if specs and settings.get("examples_footer"):
         parts.append(settings["examples_footer"])
     parts.append(item_block(question, settings))
+    _check_length(_joined_length(parts), "prompt")
     return "\n\n".join(parts)
+
+
+def _joined_length(parts: list[str]) -> int:
+    return sum(map(len, parts)) + 2 * (len(parts) - 1)
 
 
 def choose_examples(recipe: PromptRecipe, question: Question) -> list[Question]:
     """The recipe's worked examples for this question (`example_pool.draw_examples`): drawn per base question, so
     every variant of one base question gets the same example questions, from the recipe's examples part, never
     the question's own base question; refused for a question the recipe holds out as an example."""
+    check_keys(recipe)  # a recipe stored before its keys were checked: they name the pool's JSON fields
     unit_id, unit_key = example_pool.question_unit(question)
     excluded = example_pool.never_evaluated(recipe)
     if excluded is not None and unit_id in excluded:

@@ -16,7 +16,7 @@ class JoinForm(UserCreationForm):
         return username
 
 
-panel_id = RegexValidator(r"^[A-Za-z0-9_-]+$", "Only letters, digits, “-” and “_” are expected.")
+panel_id = RegexValidator(r"^[A-Za-z0-9_-]+\Z", "Only letters, digits, “-” and “_” are expected.")
 
 
 class PanelEntryForm(forms.Form):

@@ -18,7 +18,7 @@ from ..models import (
     PromptRecipe,
     settings_fingerprint,
 )  # fmt: skip
-from ..recipes import REFERENCE_LEVEL
+from ..recipes import REFERENCE_LEVEL, RecipeError, check_keys, levels_problem
 from . import lanes
 
 
@@ -53,7 +53,10 @@ def job_parameters(source: AnswerSource, recipe: PromptRecipe | None = None) -> 
 
 def questions_at(dataset: Dataset, levels: dict | None):
     """The dataset's questions at these factor levels; the reference level `none` also matches a question
-    that lacks the factor."""
+    that lacks the factor. Levels out of bounds (`recipes.levels_problem`) are refused: a factor name goes into
+    the query, where `bias__regex` would be a lookup."""
+    if problem := levels_problem(levels or {}):
+        raise GenerationRefused(problem)
     questions = dataset.questions.all()
     for factor, level in (levels or {}).items():
         at_level = Q(**{f"levels__{factor}": level})
@@ -67,7 +70,13 @@ def evaluated_questions(questions, recipe: PromptRecipe | None):
     """(the questions the recipe may evaluate, how many were left out): a question whose base question is one
     of the recipe's worked examples is never evaluated with it (DESIGN.md, "Worked examples"). Refused when
     that leaves none, with what to do."""
-    excluded = example_pool.never_evaluated(recipe) if recipe is not None else None
+    if recipe is None:
+        return questions, 0
+    try:
+        check_keys(recipe)  # the pool is read with the recipe's `where` keys
+    except RecipeError as error:
+        raise GenerationRefused(f"The recipe {recipe.name!r} cannot render these questions: {error}") from None
+    excluded = example_pool.never_evaluated(recipe)
     if not excluded:
         return questions, 0
     held = Q(id__in=excluded) | Q(base_id__in=excluded)
@@ -92,8 +101,8 @@ def start_job(
     """
     check_source(source)
     levels = dict(levels or {})
-    if not all(isinstance(key, str) and isinstance(value, str) for key, value in levels.items()):
-        raise GenerationRefused('Levels name a factor and a level, e.g. {"bias": "recency"}.')
+    if problem := levels_problem(levels):
+        raise GenerationRefused(problem)
     parameters = job_parameters(source, recipe)
     settings_hash = settings_fingerprint(parameters)
     with transaction.atomic():
@@ -140,9 +149,10 @@ def start_job(
 def _check_recipe_renders(recipe: PromptRecipe, source: AnswerSource, question_id: int) -> None:
     """Refuse a recipe that cannot render the job's questions (no pool, a missing field) before any task."""
     from ..models import Question
-    from ..recipes import RecipeError, build_request
+    from ..recipes import RecipeError, build_request, check_keys
 
     try:
+        check_keys(recipe)  # before build_request queries with them: a recipe saved before they were checked
         build_request(recipe, Question.objects.get(pk=question_id), model=source.model_name)
     except RecipeError as error:
         raise GenerationRefused(f"The recipe {recipe.name!r} cannot render these questions: {error}") from None

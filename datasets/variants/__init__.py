@@ -11,6 +11,11 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+# A run's seed is stored in a 32-bit column and its limit becomes a query's LIMIT: larger numbers are refused with a
+# message (pages, API, check_options, start_variant_run), never left to fail in the database.
+MIN_SEED, MAX_SEED = -(2**31), 2**31 - 1
+MAX_LIMIT = 2**31 - 1
+
 
 class VariantOptionsError(ValueError):
     """Options a generator cannot run with: the message says which and why."""

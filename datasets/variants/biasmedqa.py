@@ -7,7 +7,7 @@ Pure: plain values in and out. The sentences are the templates as the authors' l
 import json
 import random
 
-from . import BaseQuestion, Generator, VariantOptionsError, VariantSpec
+from . import MAX_LIMIT, BaseQuestion, Generator, VariantOptionsError, VariantSpec
 
 NAME = "biasmedqa"
 VERSION = 1
@@ -180,8 +180,8 @@ def check_options(options: dict) -> dict:
         raise VariantOptionsError("a bias is named twice")
     options["biases"] = list(biases)
     limit = options.get("limit")
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
-        raise VariantOptionsError("limit must be a whole number of base questions, at least 1")
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT):
+        raise VariantOptionsError(f"limit must be a whole number of base questions, from 1 to {MAX_LIMIT}")
     letters = options.get("letters")
     if letters is not None and not (
         isinstance(letters, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in letters.items())

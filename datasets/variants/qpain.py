@@ -10,7 +10,7 @@ import random
 import re
 from types import MappingProxyType
 
-from . import BaseQuestion, Generator, VariantOptionsError, VariantSpec
+from . import MAX_LIMIT, BaseQuestion, Generator, VariantOptionsError, VariantSpec
 
 NAME = "qpain"
 VERSION = 1
@@ -55,7 +55,7 @@ YES = "yes"
 NO = "no"
 # What a variant copies of its base vignette's metadata (besides the filled `query`).
 COPIED = ("answer", "dosage", "explanation", "context_name", "dose_low", "dose_high", "kind", "vignette_idx")
-NAME_KEY = re.compile(r"^(?P<context>\w+)/(?P<number>\d{2})/(?P<race>\w+)/(?P<gender>\w+)$")
+NAME_KEY = re.compile(r"^(?P<context>\w+)/(?P<number>\d{2})/(?P<race>\w+)/(?P<gender>\w+)\Z")
 OPTIONS = ("levels", "races", "genders", "names", "names_label", "limit", "dataset")
 
 
@@ -156,8 +156,8 @@ def check_options(options: dict) -> dict:
     if options.get("names_label") is not None and options.get("names") is None:
         raise VariantOptionsError("names_label says where a names table came from: give the table (names) too")
     limit = options.get("limit")
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
-        raise VariantOptionsError("limit must be a whole number of base vignettes, at least 1")
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT):
+        raise VariantOptionsError(f"limit must be a whole number of base vignettes, from 1 to {MAX_LIMIT}")
     return options
 
 

@@ -15,7 +15,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from ..models import Dataset, Question, VariantRun, text_fingerprint
-from . import BaseQuestion, Generator, VariantOptionsError, VariantSpec, get_generator
+from . import MAX_SEED, MIN_SEED, BaseQuestion, Generator, VariantOptionsError, VariantSpec, get_generator
 
 logger = logging.getLogger(__name__)
 
@@ -47,8 +47,8 @@ def start_variant_run(
         checked = found.check_options(options or {})
     except VariantOptionsError as error:
         raise VariantRunRefused(str(error)) from None
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise VariantRunRefused("the seed must be a whole number")
+    if isinstance(seed, bool) or not isinstance(seed, int) or not MIN_SEED <= seed <= MAX_SEED:
+        raise VariantRunRefused(f"the seed must be a whole number from {MIN_SEED} to {MAX_SEED}")
     if not base_dataset.questions.exists():
         raise VariantRunRefused(f"{base_dataset.name} has no questions to make variants of.")
     target = found.dataset_name(seed, checked)

@@ -95,6 +95,6 @@ def test_the_schema_documents_the_token_endpoints_answers():
     client.force_authenticate(AnalystFactory())
     schema = yaml.safe_load(client.get("/api/schema/").content)
     operation = schema["paths"]["/api/auth/token/"]["post"]
-    assert set(operation["responses"]) == {"200", "400", "429"}
+    assert set(operation["responses"]) == {"200", "400", "429", "503"}
     token = schema["components"]["schemas"]["AuthToken"]
     assert token["properties"]["token"]["type"] == "string"

@@ -35,9 +35,7 @@ def test_every_level_of_one_base_question_gets_the_same_example_units_and_each_s
     units = [unit(n) for n in range(1, 40)]
     specs = [{}, {}]
 
-    drawn = {
-        level: draw_examples(units, specs, seed=3, unit_key="q7", unit_id=7000, level=level) for level in LEVELS
-    }
+    drawn = {level: draw_examples(units, specs, seed=3, unit_key="q7", unit_id=7000, level=level) for level in LEVELS}
 
     by_id = {member.id: (u.key, member.level) for u in units for member in u.members}
     example_units = {level: [by_id[pk][0] for pk in ids] for level, ids in drawn.items()}
