@@ -185,8 +185,11 @@ class RecipePreviewForm(forms.Form):
         data = super().clean()
         if data.get("dataset") is not None:
             question = recipe_pages.find_question(data["dataset"], data.get("external_id", ""), self.recipe)
-            if question is None:
+            if question is None and data.get("external_id"):
                 self.add_error("external_id", "The dataset has no question with this id.")
+            elif question is None:
+                self.add_error("dataset", "The dataset has no question this recipe evaluates (none, or every one is "
+                                          "held out as its worked examples).")  # fmt: skip
             data["question"] = question
         return data
 

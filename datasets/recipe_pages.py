@@ -132,11 +132,6 @@ def check_recipe(recipe: PromptRecipe) -> None:
     recipes.check_keys(recipe)
     if recipe.examples and recipe.examples_pool_id is None:
         raise recipes.RecipeError("examples: the recipe names no pool to draw them from")
-    if recipe.examples_pool_id is not None and not recipe.examples and not recipe.examples_holdout:
-        raise recipes.RecipeError(
-            "examples_pool: a pool without examples or a holdout does nothing; remove it, or state the share held "
-            "out (examples holdout) so that this recipe evaluates the same questions as its sibling recipes"
-        )
     as_system = recipe.mode == PromptRecipe.Mode.CHAT and recipe.prompt_role == PromptRecipe.PromptRole.SYSTEM
     if as_system and recipe.system_prompt:
         raise recipes.RecipeError(
@@ -186,7 +181,12 @@ def find_question(dataset: Dataset, external_id: str = "", recipe: PromptRecipe 
     questions = dataset.questions.order_by("id")
     if external_id:
         return questions.filter(external_id=external_id).first()
-    excluded = example_pool.never_evaluated(recipe) if recipe is not None else None
+    try:
+        if recipe is not None:
+            recipes.check_keys(recipe)
+        excluded = example_pool.never_evaluated(recipe) if recipe is not None else None
+    except recipes.RecipeError:
+        excluded = None  # the preview itself says what is wrong with the recipe
     if excluded:
         questions = questions.exclude(id__in=excluded).exclude(base_id__in=excluded)
     return questions.first()
