@@ -167,6 +167,8 @@ def test_the_command_imports_the_committed_copy_by_default_and_a_folder_when_nam
     out = StringIO()
     call_command("import_qpain", stdout=out)
     assert "Questions: 55 new, 0 already present" in out.getvalue()
+    # The README's Q-Pain runs name the closed-prompt recipes right after this command, on any database.
+    assert "Recipe: Q-Pain: closed prompt (completion)\nRecipe: Q-Pain: closed prompt (chat)" in out.getvalue()
 
     out = StringIO()
     call_command("import_qpain", str(copy_release(tmp_path)), stdout=out)

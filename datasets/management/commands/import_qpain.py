@@ -2,13 +2,15 @@ from django.core.management.base import BaseCommand, CommandError
 
 from datasets.importers import ImportRejected
 from datasets.importers.qpain import QPAIN_DATASET, QPAIN_DIR, import_qpain_vignettes
+from datasets.models import Dataset
+from datasets.variants.qpain_recipes import ensure_qpain_recipes
 
 
 class Command(BaseCommand):
     help = (
         f"Import the Q-Pain release's five vignette files (data_<context>.csv) as the dataset {QPAIN_DATASET!r}: "
         '55 questions, 50 "Yes" vignettes with placeholders and 5 "No" ones. All or nothing; a re-import adds '
-        "nothing."
+        "nothing. Also makes the two Q-Pain closed-prompt recipes that draw their worked examples from it."
     )
 
     def add_arguments(self, parser):
@@ -24,4 +26,6 @@ class Command(BaseCommand):
             raise CommandError(f"{opts['directory']}: {rejected.summary()}") from None
         for line in report.summary_lines():
             self.stdout.write(line)
+        for recipe in ensure_qpain_recipes(Dataset.objects.get(name=QPAIN_DATASET)):
+            self.stdout.write(f"Recipe: {recipe.name}")
         self.stdout.write(self.style.SUCCESS(f"Imported {opts['directory']}"))
