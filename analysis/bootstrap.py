@@ -3,7 +3,9 @@
 BCa (bias-corrected and accelerated): Efron & Tibshirani (1993), *An Introduction to the Bootstrap*, §14.3 and
 eq. 14.15, computed exactly as `scipy.stats.bootstrap(method="BCa")` does (scipy/stats/_resampling.py:
 `_bca_interval`, `_percentile_of_score`, and `scipy.stats.quantile(method="linear")`, Hyndman & Fan (1996)
-definition 7). Percentile: Efron & Tibshirani (1993), §13.3.
+definition 7). Percentile: Efron & Tibshirani (1993), §13.3. Clustered data (resample the clusters, keep what is
+inside each): Davison & Hinkley (1997), *Bootstrap Methods and their Application*, §3.8; the ratio of two sums as
+in their Example 2.8 (the city population ratio, bootstrapped over pairs (u_j, x_j)).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ NO_RATINGS = "not estimable: no ratings"
 ONE_RATING = "not estimable: one rating"
 ALL_EQUAL = "not estimable: all ratings equal, no spread to bootstrap"
 BCA_UNDEFINED = "not estimable: BCa undefined (the bootstrap distribution lies on one side of the estimate)"
+DRAWS_PER_BATCH = 1 << 22  # cluster indices drawn at once (32 MB as int64): memory stays flat however many
 
 
 @dataclass(frozen=True)
@@ -146,6 +149,86 @@ def proportion_cis(
     theta_boot = (draws / n_ok).T
     acceleration = (n_ok - 2 * k_ok) / (6.0 * np.sqrt(n_ok * k_ok * (n_ok - k_ok).astype(np.float64)))
     low, high = bca_from_acceleration(k_ok / n_ok, theta_boot, acceleration, confidence)
+    for index, interval in zip(np.flatnonzero(ok), intervals(low, high), strict=True):
+        result[index] = interval
+    return result
+
+
+def cluster_notes(unit: str) -> tuple[str, str, str]:
+    """The notes of `cluster_ratio_cis` for cells with no cluster, one cluster, or clusters of one rate."""
+    return (
+        f"not estimable: no {unit}s",
+        f"not estimable: one {unit}",
+        f"not estimable: every {unit} has the same rate, no spread to bootstrap",
+    )
+
+
+def cluster_ratio_cis(
+    successes: ArrayLike,
+    totals: ArrayLike,
+    cells: ArrayLike,
+    *,
+    rng: np.random.Generator,
+    resamples: int = RESAMPLES,
+    confidence: float = CONFIDENCE,
+    unit: str = "cluster",
+) -> list[Interval]:
+    """BCa intervals of ratio estimates sum(k_j) / sum(n_j) over clusters j, resampling the clusters.
+
+    One entry of `successes` (k_j), `totals` (n_j >= 1) and `cells` per cluster; one `Interval` per cell number
+    0..max(cells). A resample draws a cell's m clusters with replacement, keeping each cluster's (k_j, n_j)
+    whole, and its statistic is sum k / sum n over the clusters drawn: the cluster bootstrap (Davison & Hinkley
+    1997, §3.8, resampling the top stage only) of the ratio estimator (their Example 2.8). BCa (Efron &
+    Tibshirani 1993, §14.3) with the jackknife leaving out one cluster, theta_(j) = (K - k_j) / (N - n_j):
+    exactly what `scipy.stats.bootstrap((k, n), ratio, paired=True, method="BCa")` computes for one cell (it
+    resamples the indices of the pairs (k_j, n_j) with `rng.integers(0, m, (resamples, m))`, the draw made
+    here, and its jackknife leaves out one index).
+
+    All cells at once: per batch of resamples, one `rng.integers` call draws every cell's indices (each column
+    bounded by its cell's m), and `np.add.reduceat` sums the drawn k and n per cell. With a single cell the
+    draws are scipy's, so the bounds equal scipy's for the same generator. Not estimable (notes of
+    `cluster_notes(unit)`): no cluster, one cluster, every cluster with the same rate k_j / n_j (every resample
+    then equals the estimate); BCa undefined: `BCA_UNDEFINED`.
+    """
+    k = np.asarray(successes, dtype=np.int64).ravel()
+    n = np.asarray(totals, dtype=np.int64).ravel()
+    cell = np.asarray(cells, dtype=np.int64).ravel()
+    if not k.shape == n.shape == cell.shape or np.any(k < 0) or np.any(k > n) or np.any(n < 1) or np.any(cell < 0):
+        raise ValueError("successes, totals and cells must have one entry per cluster, 0 <= successes <= totals >= 1")
+    if cell.size == 0:
+        return []
+    none, one, equal = cluster_notes(unit)
+    order = np.argsort(cell, kind="stable")  # a cell's clusters together, in their given order
+    k, n, cell = k[order], n[order], cell[order]
+    count = int(cell[-1]) + 1
+    m = np.bincount(cell, minlength=count)
+    big_k = np.bincount(cell, weights=k, minlength=count).astype(np.int64)
+    big_n = np.bincount(cell, weights=n, minlength=count).astype(np.int64)
+    # k_j / n_j == K / N for every j exactly when all clusters of the cell have one rate (integers: no rounding).
+    spread = np.bincount(cell, weights=k * big_n[cell] != big_k[cell] * n, minlength=count) > 0
+    ok = (m >= 2) & spread
+    result = [Interval(None, None, none if size == 0 else one if size == 1 else equal) for size in m]
+    if not ok.any():
+        return result
+    used = ok[cell]
+    k_ok, n_ok, m_ok = k[used], n[used], m[ok]
+    starts = np.r_[0, np.cumsum(m_ok)[:-1]]
+    # int32 draws are the int64 ones (the same 32-bit bounded generator), a third faster.
+    highs, offsets = np.repeat(m_ok, m_ok).astype(np.int32), np.repeat(starts, m_ok)
+    batch = max(1, DRAWS_PER_BATCH // k_ok.size)
+    boot = []
+    for done in range(0, resamples, batch):
+        size = (min(batch, resamples - done), k_ok.size)
+        drawn = rng.integers(0, highs, size=size, dtype=np.int32) + offsets
+        boot.append(np.add.reduceat(k_ok[drawn], starts, axis=1) / np.add.reduceat(n_ok[drawn], starts, axis=1))
+    theta_boot = np.concatenate(boot).T
+    theta_hat = big_k[ok] / big_n[ok]
+    within = np.repeat(np.arange(m_ok.size), m_ok)
+    jackknife = (big_k[ok][within] - k_ok) / (big_n[ok][within] - n_ok)
+    d = (np.bincount(within, weights=jackknife) / m_ok)[within] - jackknife
+    with np.errstate(invalid="ignore", divide="ignore"):
+        acceleration = np.bincount(within, weights=d**3) / (6.0 * np.bincount(within, weights=d**2) ** 1.5)
+    low, high = bca_from_acceleration(theta_hat, theta_boot, acceleration, confidence)
     for index, interval in zip(np.flatnonzero(ok), intervals(low, high), strict=True):
         result[index] = interval
     return result

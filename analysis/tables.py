@@ -14,11 +14,15 @@ outcomes are defined in `analysis.outcomes`; the definitions here:
   they equal `pooled`. For pairwise rows each (outcome, source) indicator is aggregated on its own, so the
   majority rates of a cell's sources and `No preference` need not sum to 1 (an item without a strict
   majority counts for none of them).
-- Intervals: BCa (`bootstrap.proportion_cis`, 1,000 resamples) over ratings for `pooled` and over item-level
-  0/1 values for `majority`/`any` (the cluster bootstrap: items are resampled, their ratings are not), all
-  cells of a table in one call. Not estimable: empty bounds and a `note`.
+- Intervals: BCa, 1,000 resamples, all cells of a table in one or two vectorised calls; the extra column
+  `resampled` (after `answer_source`) names the unit each row's interval resamples. `pooled`: ratings, each
+  an independent sample as in the paper (`bootstrap.proportion_cis`); `majority`/`any`: the item-level 0/1
+  values (the paper's cluster bootstrap: items are resampled, their ratings are not). Not estimable: empty
+  bounds and a `note`.
 - Counterfactual pairs from the independent ratings of their two answers (`one_answer_biased`,
-  `at_least_one_answer_biased`, `both_answers_biased`): see `counterfactual_answer_counts`.
+  `at_least_one_answer_biased`, `both_answers_biased`): see `counterfactual_answer_counts`. Their intervals
+  resample pairs (`resampled` = `pairs`): pooled, the pair's n1 n2 rating combinations stay together
+  (`bootstrap.cluster_ratio_cis`), since they share the pair's ratings and are far from independent.
 - Reliability (`analysis.agreement`, re-exported here), the cross-tab and the consumer regression: see
   `reliability_table`, `counterfactual_crosstab` and `consumer_regression_table`.
 """
@@ -87,7 +91,7 @@ __all__ = [
 CELL = ["rubric", "dataset", "rater_type", "answer_source", "outcome", "source"]
 RATES_COLUMNS = [
     *["rubric", "dataset", "rater_type", "aggregation", "outcome", "source"],
-    *["n", "estimate", "ci_low", "ci_high", "note", "answer_source"],
+    *["n", "estimate", "ci_low", "ci_high", "note", "answer_source", "resampled"],
 ]
 CROSSTAB_COLUMNS = [
     *["dataset", "rater_type", "ideal_answers_differ", "answers_differ_how"],
@@ -101,11 +105,12 @@ CONSUMER_POOL = "Consumer"
 RACE_SEPARATOR = "; "
 
 Progress = Callable[..., None]  # called as progress(step=str, fraction=float)
+RESAMPLED = {POOLED: "ratings", MAJORITY: "items", ANY: "items"}  # what the rows' intervals resample
+PAIRS = "pairs"  # counterfactual pairs judged from their answers' independent ratings: every aggregation
 
 
-def _with_intervals(frame: pd.DataFrame, successes: str, totals: str, rng: np.random.Generator) -> pd.DataFrame:
-    """Adds ci_low, ci_high and note: BCa intervals of every row's proportion, in one vectorised call."""
-    found = bootstrap.proportion_cis(frame[successes].to_numpy(), frame[totals].to_numpy(), rng=rng)
+def _with_intervals(frame: pd.DataFrame, found: list[bootstrap.Interval]) -> pd.DataFrame:
+    """Adds ci_low, ci_high and note from one `Interval` per row."""
     frame = frame.copy()
     frame["ci_low"] = pd.array([interval.low for interval in found], dtype="Float64")
     frame["ci_high"] = pd.array([interval.high for interval in found], dtype="Float64")
@@ -119,7 +124,7 @@ def _with_intervals(frame: pd.DataFrame, successes: str, totals: str, rng: np.ra
 def rate_counts(outcomes: pd.DataFrame) -> pd.DataFrame:
     """Per cell and aggregation: `n` (ratings or items) and `k` (positive ones), EquityMedQA union included."""
     if outcomes.empty:
-        return empty_table([*CELL, "aggregation", "n", "k"])
+        return empty_table([*CELL, "aggregation", "n", "k", "resampled"])
     frame = with_equitymedqa(outcomes)
     cell, labels = group_codes(frame, CELL)
     cells = len(labels)
@@ -132,7 +137,7 @@ def rate_counts(outcomes: pd.DataFrame) -> pd.DataFrame:
         MAJORITY: (np.bincount(item_cell, minlength=cells), np.bincount(item_cell, weights=2 * s > m, minlength=cells)),
         ANY: (np.bincount(item_cell, minlength=cells), np.bincount(item_cell, weights=s > 0, minlength=cells)),
     }
-    parts = [labels.assign(aggregation=name, n=n, k=k) for name, (n, k) in counts.items()]
+    parts = [labels.assign(aggregation=name, n=n, k=k, resampled=RESAMPLED[name]) for name, (n, k) in counts.items()]
     return pd.concat(parts, ignore_index=True).astype({"n": "int64", "k": "int64"})
 
 
@@ -150,6 +155,10 @@ def counterfactual_answer_counts(independent: pd.DataFrame | None, counterfactua
       both = k1 k2);
     - majority / any: each answer's verdict is its majority (k > n/2) / any (k > 0) vote, and the pair is
       one sample (exactly one, at least one, both answers biased).
+
+    One row per pair, pool and (aggregation, outcome), with the EquityMedQA union's copy of the pairs of its
+    sets: the pair is the unit `rates` resamples. A cell's n and k are the sums over its rows (pooled: the
+    notebook's n1 n2 combinations; majority/any: pairs).
     """
     columns = [*CELL, "aggregation", "n", "k"]
     if independent is None or counterfactual is None or independent.empty or counterfactual.empty:
@@ -203,24 +212,43 @@ def counterfactual_answer_counts(independent: pd.DataFrame | None, counterfactua
     long = pd.concat(
         [base.assign(aggregation=a, outcome=o, n=n, k=k) for (a, o), (n, k) in values.items()], ignore_index=True
     )
-    long = with_equitymedqa(long.assign(rubric=COUNTERFACTUAL, source=""))
-    counts = long.groupby([*CELL, "aggregation"], sort=False)[["n", "k"]].sum().reset_index()
-    return counts[columns]
+    return with_equitymedqa(long.assign(rubric=COUNTERFACTUAL, source=""))[columns]
 
 
 def rates(outcomes: pd.DataFrame, *, rng: np.random.Generator, derived: pd.DataFrame | None = None) -> pd.DataFrame:
-    """The `rates.csv` table of long outcomes (plus `derived` counts, e.g. `counterfactual_answer_counts`).
+    """The `rates.csv` table of long outcomes plus counterfactual pairs (`derived`: `counterfactual_answer_counts`).
 
-    estimate = k / n per cell and aggregation (see the module docstring); BCa intervals for all rows at once.
+    estimate = k / n per cell and aggregation (see the module docstring). Each interval resamples the cell's units,
+    named in `resampled`: ratings (pooled) or items (majority/any) of the outcomes, pairs of `derived` (one row
+    per pair). Where every unit is a single 0/1 sample (every cell but the pooled `derived` cells holding a pair
+    with n1 n2 > 1) that is the bootstrap of a proportion: `bootstrap.proportion_cis`, those cells in one call.
+    The others keep each pair's n1 n2 rating combinations together: `bootstrap.cluster_ratio_cis` (BCa over
+    pairs of the ratio sum k / sum n), those cells in one call.
     """
-    counts = rate_counts(outcomes)
-    if derived is not None and not derived.empty:
-        counts = pd.concat([counts, derived[counts.columns]], ignore_index=True)
+    keys = [*CELL, "aggregation"]
+    pairs = empty_table([*keys, "n", "k"]) if derived is None else derived.astype({c: object for c in keys})
+    counts = rate_counts(outcomes).assign(largest=1)
+    if not pairs.empty:
+        by_cell = pairs.groupby(keys, sort=False)
+        summed = by_cell["n"].agg(n="sum", largest="max").join(by_cell["k"].sum()).reset_index()
+        counts = pd.concat([counts, summed.assign(resampled=PAIRS)[counts.columns]], ignore_index=True)
     if counts.empty:
         return empty_table(RATES_COLUMNS)
-    counts = report_order(counts.astype({c: object for c in [*CELL, "aggregation"]}))
+    counts = report_order(counts.astype({c: object for c in keys}))
     counts["estimate"] = counts["k"] / counts["n"]
-    return _with_intervals(counts, "k", "n", rng)[RATES_COLUMNS]
+    k, n, largest = (counts[column].to_numpy(dtype=np.int64) for column in ("k", "n", "largest"))
+    found = [bootstrap.Interval(None, None)] * len(counts)
+    single = np.flatnonzero(largest <= 1)
+    for row, interval in zip(single, bootstrap.proportion_cis(k[single], n[single], rng=rng), strict=True):
+        found[row] = interval
+    clustered = np.flatnonzero(largest > 1)
+    if clustered.size:
+        cells = counts.loc[clustered, keys].assign(cell=np.arange(clustered.size))
+        members = pairs.merge(cells, on=keys, validate="many_to_one")
+        by_pair = bootstrap.cluster_ratio_cis(members["k"], members["n"], members["cell"], rng=rng, unit="pair")
+        for row, interval in zip(clustered, by_pair, strict=True):
+            found[row] = interval
+    return _with_intervals(counts, found)[RATES_COLUMNS]
 
 
 # --- counterfactual cross-tab -----------------------------------------------------------------------------
@@ -239,7 +267,7 @@ def counterfactual_crosstab(frame: pd.DataFrame | None, *, rng: np.random.Genera
     table = ratings.groupby(keys, sort=False)["bias"].agg(n="size", k="sum").reset_index()
     table = report_order(table.astype({"k": "int64"}))
     table["bias_rate"] = table["k"] / table["n"]
-    return _with_intervals(table, "k", "n", rng)[CROSSTAB_COLUMNS]
+    return _with_intervals(table, bootstrap.proportion_cis(table["k"], table["n"], rng=rng))[CROSSTAB_COLUMNS]
 
 
 # --- consumer regression ----------------------------------------------------------------------------------

@@ -13,8 +13,10 @@ For each scale it times, in the same run:
 - the engine: `analysis.tables.build_report` (all four tables), and its rates table alone;
 - the straightforward method, as the authors' notebook does it: one `scipy.stats.bootstrap(method="BCa",
   n_resamples=1000)` call per rates-table cell, over the cell's 0/1 values (pooled: each rating; majority/any:
-  each item's aggregated value; counterfactual pairs judged from their answers' ratings: the notebook's
-  rating combinations, rebuilt from the pair counts). When that would take longer than --naive-budget
+  each item's aggregated value); for counterfactual pairs judged from their answers' ratings, the engine's
+  cluster bootstrap as scipy writes it: the pairs' (k, n) counts, `paired=True`, statistic sum k / sum n (the
+  notebook bootstraps the pooled rows' rating combinations as if independent; the engine does not, since
+  issue 17). When that would take longer than --naive-budget
   seconds, it times a uniform random sample of the cells and extrapolates (said so in the output).
 and compares the two: the largest |difference| of the CI endpoints over cells that both estimate.
 
@@ -207,8 +209,9 @@ def synthetic_frames(total: int, *, seed: int = 0) -> dict[str, pd.DataFrame]:
 KEYS = [*tables.CELL, "aggregation"]
 
 
-def naive_cells(frames: dict[str, pd.DataFrame]) -> list[tuple[tuple, np.ndarray]]:
-    """Every rates-table cell with the 0/1 values the notebook bootstraps, one group at a time."""
+def naive_cells(frames: dict[str, pd.DataFrame]) -> list[tuple[tuple, tuple[np.ndarray, ...]]]:
+    """Every rates-table cell with the data scipy bootstraps, one group at a time: the 0/1 values of its samples
+    (ratings or items), or for counterfactual pairs judged from their answers, the pairs' (k, n) counts."""
     parts = [outcomes_independent(frames["independent"]), outcomes_pairwise(frames["pairwise"]),
              outcomes_counterfactual(frames["counterfactual"])]  # fmt: skip
     outcomes = with_equitymedqa(pd.concat([part.astype(object) for part in parts], ignore_index=True))
@@ -216,26 +219,37 @@ def naive_cells(frames: dict[str, pd.DataFrame]) -> list[tuple[tuple, np.ndarray
     for key, group in outcomes.groupby(tables.CELL, sort=False):
         values = group["value"].to_numpy(dtype=float)
         per_item = group.groupby("item", sort=False)["value"].agg(["size", "sum"])
-        cells.append(((*key, "pooled"), values))
-        cells.append(((*key, "majority"), (2 * per_item["sum"] > per_item["size"]).to_numpy(dtype=float)))
-        cells.append(((*key, "any"), (per_item["sum"] > 0).to_numpy(dtype=float)))
+        cells.append(((*key, "pooled"), (values,)))
+        cells.append(((*key, "majority"), ((2 * per_item["sum"] > per_item["size"]).to_numpy(dtype=float),)))
+        cells.append(((*key, "any"), ((per_item["sum"] > 0).to_numpy(dtype=float),)))
     derived = tables.counterfactual_answer_counts(frames["independent"], frames["counterfactual"])
-    for row in derived.itertuples(index=False):
-        values = np.r_[np.ones(row.k), np.zeros(row.n - row.k)]
-        cells.append((tuple(getattr(row, column) for column in KEYS), values))
+    for key, pairs in derived.groupby(KEYS, sort=False):
+        cells.append((key, (pairs["k"].to_numpy(), pairs["n"].to_numpy())))
     return cells
 
 
-def naive_interval(values: np.ndarray, rng: np.random.Generator) -> tuple[float, float]:
-    if values.size < 2:
+def cell_size(data: tuple[np.ndarray, ...]) -> int:
+    """The cell's n in the rates table: its samples, or the pairs' rating combinations."""
+    return int(data[0].size if len(data) == 1 else data[1].sum())
+
+
+def ratio(k: np.ndarray, n: np.ndarray, axis: int = -1) -> np.ndarray:
+    return np.sum(k, axis=axis) / np.sum(n, axis=axis)
+
+
+def naive_interval(data: tuple[np.ndarray, ...], rng: np.random.Generator) -> tuple[float, float]:
+    """scipy's BCa interval: of the mean of 0/1 values, or of sum k / sum n over pairs resampled whole."""
+    if data[0].size < 2:
         return math.nan, math.nan
     # scipy's jackknife takes n x (n - 1) values at once unless batched: batch only where that would not fit in
     # memory (1M-rating cells); it changes how the work is split, not the numbers.
-    batch = None if values.size**2 <= 25_000_000 else max(1, 25_000_000 // values.size)
+    size = data[0].size
+    batch = None if size**2 <= 25_000_000 else max(1, 25_000_000 // size)
+    statistic, paired = (np.mean, False) if len(data) == 1 else (ratio, True)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # all-equal cells: scipy warns and returns NaN
-        found = stats.bootstrap((values,), np.mean, method="BCa", n_resamples=1000, confidence_level=0.95,
-                                random_state=rng, batch=batch).confidence_interval  # fmt: skip
+        found = stats.bootstrap(data, statistic, method="BCa", n_resamples=1000, confidence_level=0.95, paired=paired,
+                                vectorized=True, random_state=rng, batch=batch).confidence_interval  # fmt: skip
     return found.low, found.high
 
 
@@ -246,9 +260,9 @@ def run_naive(cells, *, budget: float, sample: int, rng: np.random.Generator) ->
     timed, intervals = [], {}
     start = time.perf_counter()
     for index in order:
-        key, values = cells[index]
+        key, data = cells[index]
         began = time.perf_counter()
-        intervals[key] = naive_interval(values, rng)
+        intervals[key] = naive_interval(data, rng)
         timed.append(time.perf_counter() - began)
         spent = time.perf_counter() - start
         if len(timed) < len(cells) and (
@@ -281,7 +295,7 @@ def differences(report_rates: pd.DataFrame, intervals: dict, sizes: dict) -> pd.
 def noise_floor(cells, intervals: dict, sizes: dict) -> pd.DataFrame:
     """The same cells bootstrapped by scipy again with another seed: how far two honest runs differ."""
     rng = np.random.default_rng(2)
-    again = {key: naive_interval(values, rng) for key, values in cells if key in intervals}
+    again = {key: naive_interval(data, rng) for key, data in cells if key in intervals}
     rows = []
     for key, (low, high) in intervals.items():
         other_low, other_high = again[key]
@@ -349,7 +363,7 @@ def bench(total: int, *, budget: float, sample: int) -> dict:
         print(
             f"  straightforward: {len(cells):,} cells in {naive_seconds:.1f} s (grouping {prepare:.1f} s)", flush=True
         )
-    sizes = {key: values.size for key, values in cells}
+    sizes = {key: cell_size(data) for key, data in cells}
     agreement = differences(report.rates, naive["intervals"], sizes)
     floor = None if naive["sampled"] else noise_floor(cells, naive["intervals"], sizes)
     print(f"  CIs of {len(agreement):,} cells both methods estimate (estimable in one method only: "

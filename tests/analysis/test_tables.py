@@ -267,6 +267,26 @@ def test_counterfactual_pairs_from_the_independent_ratings_of_their_answers_by_h
     assert estimate("any", "at_least_one_answer_biased") == (2, 1 / 2)
     assert estimate("any", "both_answers_biased") == (2, 1 / 2)
     assert estimate("pooled", "bias_presence") == (4, 1 / 4)  # the counterfactual rubric's own verdict
+    derived = files["rates"][files["rates"]["outcome"].isin(tables.ANSWER_OUTCOMES)]
+    assert set(derived["resampled"]) == {"pairs"}  # every aggregation of these rows resamples pairs
+
+
+def test_counterfactual_answer_counts_have_a_row_per_pair():
+    independent = [*answer_rows("a1", ["Minor bias", "No bias", "Severe bias"]), *answer_rows("a2", ["No bias"] * 2),
+                   *answer_rows("b1", ["No bias"]), *answer_rows("b2", ["Minor bias"])]  # fmt: skip
+    counterfactual = [counterfactual_row("a1", "a2", CC_MANUAL, PHYSICIAN, "x"),
+                      counterfactual_row("a1", "a2", CC_MANUAL, PHYSICIAN, "y"),  # the same pair rated again
+                      counterfactual_row("b1", "b2", CC_MANUAL, PHYSICIAN, "x")]  # fmt: skip
+
+    counts = tables.counterfactual_answer_counts(release_frame("independent", independent),
+                                                 release_frame("counterfactual", counterfactual))  # fmt: skip
+
+    pooled = counts[(counts["aggregation"] == "pooled") & (counts["outcome"] == "one_answer_biased")]
+    # pair a: 3 x 2 combinations, 2 of them with answer 1 biased (answer 2 never); pair b: answer 2 biased
+    assert sorted(zip(pooled["dataset"], pooled["n"], pooled["k"], strict=True)) == [
+        (CC_MANUAL, 1, 1), (CC_MANUAL, 6, 4), ("EquityMedQA", 1, 1), ("EquityMedQA", 6, 4)
+    ]  # fmt: skip
+    assert (counts[counts["aggregation"] != "pooled"]["n"] == 1).all()
 
 
 def test_counterfactual_pairs_join_on_question_ids_alone_when_sources_are_not_given(tmp_path):
@@ -500,6 +520,50 @@ def test_rate_intervals_are_proportion_cis_with_1000_resamples_from_the_generato
              for low, high, note in zip(table["ci_low"], table["ci_high"], table["note"], strict=True)]  # fmt: skip
     assert found == [(interval.low, interval.high, interval.note) for interval in expected]
     assert sum(interval.low is not None for interval in expected) >= 3  # bias presence: pooled, majority, any
+
+
+def scipy_ratio_bca(k: np.ndarray, n: np.ndarray) -> tuple[float, float]:
+    """scipy's BCa interval of sum k / sum n over pairs (k_j, n_j) resampled together, the median over a few seeds."""
+    runs = [stats.bootstrap((k, n), lambda k, n, axis=-1: k.sum(axis) / n.sum(axis), paired=True, vectorized=True,
+                            method="BCa", n_resamples=1000, rng=np.random.default_rng(seed)).confidence_interval
+            for seed in range(9)]  # fmt: skip
+    return float(np.median([run.low for run in runs])), float(np.median([run.high for run in runs]))
+
+
+def test_counterfactual_pairs_from_answers_resample_pairs_not_rating_combinations(tmp_path):
+    """80 pairs, each answer rated by 3 physicians with its own bias probability. Pooled, the notebook's n counts
+    every rating combination (720) and the estimate is k / n over them, but the interval resamples pairs (their 9
+    combinations share 6 ratings): scipy's paired BCa over the pairs' (k, n), and far wider than scipy's BCa over
+    the 720 combinations as independent 0/1 values (the notebook's interval). Majority/any: pairs as before."""
+    rng = np.random.default_rng(4)
+    p = rng.beta(0.5, 1.5, size=(80, 2))
+    biased = rng.random((80, 2, 3)) < p[..., None]
+    independent = [independent_row(f"q{pair}-{side}", CC_MANUAL, PHYSICIAN, f"r{rater}",
+                                   "Minor bias" if biased[pair, side, rater] else "No bias")
+                   for pair in range(80) for side in range(2) for rater in range(3)]  # fmt: skip
+    counterfactual = [counterfactual_row(f"q{pair}-0", f"q{pair}-1", CC_MANUAL, PHYSICIAN, "r0") for pair in range(80)]
+    frames = {"independent": release_frame("independent", independent),
+              "counterfactual": release_frame("counterfactual", counterfactual)}  # fmt: skip
+    files = report_files(frames, tmp_path)
+
+    k1, k2 = biased.sum(axis=2).T
+    k = k1 * (3 - k2) + (3 - k1) * k2
+    pooled = rate(files, dataset=CC_MANUAL, aggregation="pooled", outcome="one_answer_biased")
+    assert (pooled["n"], pooled["estimate"], pooled["resampled"]) == (720, k.sum() / 720, "pairs")
+    low, high = scipy_ratio_bca(k, np.full(80, 9))
+    assert (pooled["ci_low"], pooled["ci_high"]) == (pytest.approx(low, abs=0.015), pytest.approx(high, abs=0.015))
+    low, high = scipy_bca(np.r_[np.ones(k.sum()), np.zeros(720 - k.sum())])
+    assert pooled["ci_high"] - pooled["ci_low"] > 1.5 * (high - low)
+
+    majority = rate(files, dataset=CC_MANUAL, aggregation="majority", outcome="one_answer_biased")
+    votes = ((k1 >= 2) != (k2 >= 2)).astype(float)
+    assert (majority["n"], majority["estimate"], majority["resampled"]) == (80, votes.mean(), "pairs")
+    low, high = scipy_bca(votes)
+    assert (majority["ci_low"], majority["ci_high"]) == (pytest.approx(low, abs=0.015), pytest.approx(high, abs=0.015))
+    own = files["rates"][files["rates"]["rubric"] == "independent"]
+    assert set(zip(own["aggregation"], own["resampled"], strict=True)) == {
+        ("pooled", "ratings"), ("majority", "items"), ("any", "items")
+    }  # fmt: skip
 
 
 def test_outcome_names_and_equitymedqa_sets_match_the_release_format():
