@@ -398,6 +398,19 @@ class VariantRun(models.Model):
         return self.status in {self.Status.DONE, self.Status.FAILED}
 
 
+class PromptRecipeQuerySet(models.QuerySet):
+    def ensure(self, name: str, fields: dict) -> "PromptRecipe":
+        """The recipe of this name, created with these fields or brought back to them: only the fields that
+        differ are saved, so a recipe already as defined is left untouched and its jobs keep running."""
+        recipe, created = self.get_or_create(name=name, defaults=fields)
+        changed = [] if created else [field for field, value in fields.items() if getattr(recipe, field) != value]
+        for field in changed:
+            setattr(recipe, field, fields[field])
+        if changed:
+            recipe.save(update_fields=[*changed, "updated_at"])
+        return recipe
+
+
 class PromptRecipe(models.Model):
     """How a question becomes a request (DESIGN.md, "prompt recipe"); rendered by `datasets.recipes`.
 
@@ -476,6 +489,8 @@ class PromptRecipe(models.Model):
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+
+    objects = PromptRecipeQuerySet.as_manager()
 
     class Meta:
         ordering = ["name"]

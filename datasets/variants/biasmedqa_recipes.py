@@ -99,12 +99,5 @@ def ensure_biasmedqa_recipes(*, pool: Dataset | None = None, holdout: float = HO
         wanted = dict(fields)
         if pool is not None and (holdout > 0 or fields["examples"]):
             wanted |= {"examples_pool": pool, "examples_holdout": holdout}
-        recipe, created = PromptRecipe.objects.get_or_create(name=name, defaults=wanted)
-        if not created:
-            changed = [field for field, value in wanted.items() if getattr(recipe, field) != value]
-            for field in changed:
-                setattr(recipe, field, wanted[field])
-            if changed:
-                recipe.save(update_fields=[*changed, "updated_at"])
-        recipes.append(recipe)
+        recipes.append(PromptRecipe.objects.ensure(name, wanted))
     return recipes

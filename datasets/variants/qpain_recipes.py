@@ -81,12 +81,5 @@ def ensure_qpain_recipes(pool: Dataset) -> list[PromptRecipe]:
     recipes = []
     for name, fields in recipe_fields().items():
         wanted = {**fields, "examples_pool": pool}
-        recipe, created = PromptRecipe.objects.get_or_create(name=name, defaults=wanted)
-        if not created:
-            changed = [field for field, value in wanted.items() if getattr(recipe, field) != value]
-            for field in changed:
-                setattr(recipe, field, wanted[field])
-            if changed:
-                recipe.save(update_fields=[*changed, "updated_at"])
-        recipes.append(recipe)
+        recipes.append(PromptRecipe.objects.ensure(name, wanted))
     return recipes
