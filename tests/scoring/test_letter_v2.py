@@ -215,11 +215,11 @@ def test_letter_v2_is_registered_as_the_current_letter_scorer_reading_the_option
 
 RELEASE = "biasmedqa/model_responses/model_responses_all.csv.gz"
 QUESTIONS = "biasmedqa/questions/test.jsonl"
-# Released is_correct == "True" against v2's outcome == correct, per model. The mixtral labels are the first
-# character of the reply: 279 replies starting with a word whose first letter is the answer ("Based" = B) or
-# with the article A are labelled True, and 117 naming the right option after other words ("The correct
-# answer is E: ...") False, so agreeing on them would mean misreading them: 98.93% is the most a reader of
-# letters can reach there (the next test checks it agrees wherever the released rule read a letter).
+# Released is_correct == "True" against v2's outcome == correct, per model. Mixtral's labels are the reply's
+# first character: 296 replies naming no answer or another by a letter are labelled True (279 begin with a word
+# whose first letter is the answer, "Based" for B; 16 with the article A; one with "D is not correct") and 117
+# naming the answer after other words ("The correct answer is E: ...") False, so no reader of letters agrees
+# on more than 98.88% there; the next test checks v2 agrees wherever the released rule read a letter.
 AGREEMENT = {
     "gpt-4-0613": 0.99,
     "gpt-3.5-turbo-0613": 0.99,
