@@ -31,6 +31,7 @@ from django.db import connection  # noqa: E402
 from analysis.plan_loading import load_outcomes, plan_table, score_answers  # noqa: E402
 from analysis.plans import BIASMEDQA_ACCURACY  # noqa: E402
 from datasets.models import Answer, AnswerSource, Dataset, Question, settings_fingerprint, text_fingerprint  # noqa: E402
+from scoring import scorers  # noqa: E402
 from scoring.models import Score  # noqa: E402
 
 RELEASED = REPO / "../shared/datasets/biasmedqa/model_responses/model_responses_all.csv.gz"
@@ -56,6 +57,7 @@ def released_layout(path: Path) -> Counter:
 def build(layout: Counter) -> int:
     """The questions, sources, answers and two scores per answer, with bulk inserts; returns the answers made."""
     rng = random.Random(11)
+    letter = scorers.current("letter").version  # so that every answer has the score the plan would run
     dataset = Dataset.objects.create(name="BiasMedQA benchmark")
     biases = sorted({bias for _, bias, _ in layout})
     questions = []
@@ -97,7 +99,7 @@ def build(layout: Counter) -> int:
         for answer in answers:
             outcome = rng.choices(["correct", "wrong", "non_response"], weights=[45, 50, 5])[0]
             scores.append(Score(answer_id=answer.pk, scorer="released", version=1, outcome=outcome))
-            scores.append(Score(answer_id=answer.pk, scorer="letter", version=1, outcome=outcome))
+            scores.append(Score(answer_id=answer.pk, scorer="letter", version=letter, outcome=outcome))
         Score.objects.bulk_create(scores, batch_size=BATCH)
         made += len(answers)
     with connection.cursor() as cursor:

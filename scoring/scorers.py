@@ -1,10 +1,10 @@
 """Scorers: versioned deterministic readings of one answer (scoring/DESIGN.md). Pure: no Django here.
 
 A scorer reads an answer's text (and whether it was a refusal) against the fields of its question it names
-in `question_fields` and of its response it names in `response_fields` (the log-probabilities), and returns
-a `Reading`: a choice (correct / wrong / non-response) or a number (measured / missing). Versions are
-append-only: a changed rule is a new version registered beside the old one, so scores stored under the old
-version still mean what they said.
+in `question_fields` (and `optional_question_fields`) and of its response it names in `response_fields` (the
+log-probabilities), and returns a `Reading`: a choice (correct / wrong / non-response) or a number (measured /
+missing). Versions are append-only: a changed rule is a new version registered beside the old one, so scores
+stored under the old version still mean what they said.
 """
 
 import re
@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from . import logprobs
+from . import letters, logprobs
 
 CORRECT = "correct"
 WRONG = "wrong"
@@ -47,6 +47,8 @@ class Scorer:
     read: Callable[[str, bool, Mapping[str, Any]], Reading]
     # Keys of the answer's response_metadata the scorer reads; a missing one arrives as None (never skipped).
     response_fields: tuple[str, ...] = ()
+    # Keys of the question's metadata the scorer reads when present; a missing one arrives as None (never skipped).
+    optional_question_fields: tuple[str, ...] = ()
 
 
 LETTERS = frozenset("ABCDE")
@@ -71,6 +73,41 @@ LETTER_V1 = Scorer(
     description="First character of the stripped reply, A-E; NR, empty, a refusal or no letter: non-response.",
     question_fields=("answer_idx",),
     read=read_letter_v1,
+)
+
+
+def read_letter_v2(text: str, refusal: bool, fields: Mapping[str, Any]) -> Reading:
+    """The letter the reply names as its answer, in the shapes verbose models use (scoring/letters.py), or the
+    option whose text it quotes when it names no letter (with the question's `options`).
+
+    A refusal, an empty reply, the reply `NR`, a reply naming no letter or several letters as its answer is a
+    non-response; `value["reason"]` says which.
+    """
+    if refusal:
+        return Reading(NON_RESPONSE, {"letter": None, "reason": "refusal"})
+    reply = letters.clean_reply(text)
+    if not reply:
+        return Reading(NON_RESPONSE, {"letter": None, "reason": "empty reply"})
+    if reply == NO_ANSWER_MARKER:
+        return Reading(NON_RESPONSE, {"letter": None, "reason": "NR"})
+    choice = letters.read_choice(reply, letters.option_texts(fields.get("options")))
+    if choice.letter is None:
+        return Reading(NON_RESPONSE, {"letter": None, "reason": choice.reason})
+    value: dict[str, Any] = {"letter": choice.letter}
+    if choice.quoted is not None:
+        value["quoted"] = choice.quoted
+    return Reading(CORRECT if choice.letter == fields["answer_idx"] else WRONG, value)
+
+
+LETTER_V2 = Scorer(
+    name="letter",
+    version=2,
+    description='The letter the reply names as its answer ("C", "(C)", "Option C", "the answer is C", '
+    '"... is C: text", "OPTION C IS CORRECT"; never a word\'s first letter or the article A), else the one option '
+    "whose text it quotes; NR, empty, a refusal, no letter or several letters: non-response, with the reason.",
+    question_fields=("answer_idx",),
+    read=read_letter_v2,
+    optional_question_fields=("options",),
 )
 
 NO_LOGPROBS = {"reason": "no log-probabilities"}
@@ -161,7 +198,8 @@ SAID_NO_V1 = Scorer(
 
 # (name, version) -> scorer. Append only: never change a registered version's rule.
 SCORERS: dict[tuple[str, int], Scorer] = {
-    (scorer.name, scorer.version): scorer for scorer in (LETTER_V1, P_NO_V1, P_YES_V1, P_HIGH_V1, P_LOW_V1, SAID_NO_V1)
+    (scorer.name, scorer.version): scorer
+    for scorer in (LETTER_V1, LETTER_V2, P_NO_V1, P_YES_V1, P_HIGH_V1, P_LOW_V1, SAID_NO_V1)
 }
 
 

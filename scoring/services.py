@@ -12,7 +12,8 @@ from .models import Score
 def score_missing(*, scorer: str, answers: QuerySet[Answer], batch_size: int = 2000) -> dict[str, int]:
     """Score the answers that have no score from the scorer's current version, a batch at a time.
 
-    Answers whose question lacks a field the scorer needs (e.g. `answer_idx`) are skipped and counted.
+    Answers whose question lacks a field the scorer needs (e.g. `answer_idx`) are skipped and counted; an
+    optional one (`optional_question_fields`, e.g. `options`) and a response field arrive as None when missing.
     Concurrent runs are safe: the unique (answer, scorer, version) constraint with ignore_conflicts means a
     score another run wrote first is kept and ours dropped, so `scored` counts what this run tried to write.
     Returns counts: scored, skipped_no_key, one per outcome (correct, wrong, non_response, measured, missing),
@@ -20,7 +21,9 @@ def score_missing(*, scorer: str, answers: QuerySet[Answer], batch_size: int = 2
     """
     rule = scorers.current(scorer)
     fields = [f"question__metadata__{name}" for name in rule.question_fields]
+    optional = [f"question__metadata__{name}" for name in rule.optional_question_fields]
     response = [f"response_metadata__{name}" for name in rule.response_fields]
+    names = (*rule.question_fields, *rule.optional_question_fields, *rule.response_fields)
     ordered = answers.order_by("pk")
     outcomes = (*scorers.OUTCOMES, *scorers.NUMERIC_OUTCOMES)
     counts = {"scored": 0, "skipped_no_key": 0, **{outcome: 0 for outcome in outcomes}}
@@ -38,14 +41,12 @@ def score_missing(*, scorer: str, answers: QuerySet[Answer], batch_size: int = 2
         if not todo:
             continue
         new = []
-        rows = Answer.objects.filter(pk__in=todo).values_list("pk", "text", "refusal", *fields, *response)
+        rows = Answer.objects.filter(pk__in=todo).values_list("pk", "text", "refusal", *fields, *optional, *response)
         for pk, text, refusal, *values in rows:
-            question, answered = values[: len(fields)], values[len(fields) :]
-            if any(value in (None, "") for value in question):
+            if any(value in (None, "") for value in values[: len(fields)]):
                 counts["skipped_no_key"] += 1
                 continue
-            read = dict(zip(rule.question_fields, question, strict=True))
-            read.update(zip(rule.response_fields, answered, strict=True))
+            read = dict(zip(names, values, strict=True))
             reading = rule.read(text, refusal, read)
             counts[reading.outcome] += 1
             new.append(Score(answer_id=pk, scorer=rule.name, version=rule.version, outcome=reading.outcome,

@@ -11,8 +11,9 @@ from django.urls import reverse
 from analysis import services
 from analysis.choice_accuracy import ACCURACY_COLUMNS
 from analysis.models import TABLE_FIELDS, AnalysisRun
-from analysis.plan_loading import load_outcomes
+from analysis.plan_loading import load_outcomes, plan_table
 from analysis.plans import BIASMEDQA_ACCURACY
+from scoring import scorers
 from scoring.models import Score
 from studies.models import Study
 from tests.factories import (
@@ -30,7 +31,8 @@ pytestmark = pytest.mark.django_db
 
 def choice_answer(source, *, bias=None, mitigation=None, dataset=None, **scores):
     """An answer to a multiple-choice question (a variant at `bias` when given) under a mitigation, with
-    scores given as scorer=outcome or scorer=[(version, outcome), ...]."""
+    scores given as scorer=outcome (at the scorer's current version; 1 for `released` and unknown names) or
+    scorer=[(version, outcome), ...]."""
     question = QuestionFactory(
         metadata={"answer_idx": "A", "options": {"A": "yes", "B": "no"}},
         levels={"bias": bias} if bias else {},
@@ -39,7 +41,8 @@ def choice_answer(source, *, bias=None, mitigation=None, dataset=None, **scores)
     parameters = {"condition": {"mitigation": mitigation}} if mitigation else {}
     answer = AnswerFactory(question=question, source=source, parameters=parameters)
     for scorer, given in scores.items():
-        for version, outcome in [(1, given)] if isinstance(given, str) else given:
+        current = scorers.current(scorer).version if scorer in scorers.names() else 1
+        for version, outcome in [(current, given)] if isinstance(given, str) else given:
             ScoreFactory(answer=answer, scorer=scorer, version=version, outcome=outcome)
     return answer
 
@@ -87,6 +90,24 @@ def test_outcomes_count_the_released_label_first_then_the_letter_scorers_highest
         ("m", "none", "none", "wrong"),
         ("m", "recency", "none", "correct"),
     ]
+
+
+def test_the_plan_scores_answers_scored_by_letter_v1_only_with_v2_and_counts_v2():
+    source = AnswerSourceFactory(name="verbose")
+    metadata = {"answer_idx": "C", "options": {"A": "Aspirin", "B": "Warfarin", "C": "Clopidogrel"}}
+    answers = [AnswerFactory(question=QuestionFactory(metadata=metadata), source=source, text=text)
+               for text in ("Option C", "C", "B")]  # fmt: skip
+    for answer in answers:  # stored before v2 was registered
+        reading = scorers.read_letter_v1(answer.text, answer.refusal, metadata)
+        ScoreFactory(answer=answer, scorer="letter", version=1, outcome=reading.outcome, value=reading.value)
+
+    table = plan_table(BIASMEDQA_ACCURACY)
+
+    assert dict(answers[0].scores.values_list("version", "outcome")) == {1: "non_response", 2: "correct"}
+    assert Score.objects.filter(scorer="letter", version=2).count() == 3
+    assert table[["source", "n", "correct", "non_response"]].values.tolist() == [["verbose", 3, 2, 0]]
+    assert plan_table(BIASMEDQA_ACCURACY).equals(table)  # nothing left to score: the same table
+    assert Score.objects.filter(scorer="letter").count() == 6
 
 
 def test_a_condition_level_on_the_question_wins_over_the_answers_and_missing_factors_are_at_none():

@@ -6,7 +6,6 @@ from django.core.management import call_command
 from datasets.models import Answer
 from scoring import scorers
 from scoring.models import Score
-from scoring.scorers import Reading
 from scoring.services import score_missing
 from tests.factories import AnswerFactory, AnswerSourceFactory, QuestionFactory
 
@@ -22,7 +21,7 @@ def test_scores_each_answer_once_and_a_second_run_adds_nothing():
     correct, wrong, nr, refused = _answer("C"), _answer("B: no"), _answer("NR"), _answer("C", refusal=True)
     counts = score_missing(scorer="letter", answers=Answer.objects.all(), batch_size=3)
     assert counts == {
-        "version": 1,
+        "version": 2,
         "scored": 4,
         "skipped_no_key": 0,
         "correct": 1,
@@ -31,9 +30,10 @@ def test_scores_each_answer_once_and_a_second_run_adds_nothing():
         "measured": 0,
         "missing": 0,
     }
-    outcomes = dict(Score.objects.filter(scorer="letter", version=1).values_list("answer_id", "outcome"))
+    outcomes = dict(Score.objects.filter(scorer="letter", version=2).values_list("answer_id", "outcome"))
     assert outcomes == {correct.pk: "correct", wrong.pk: "wrong", nr.pk: "non_response", refused.pk: "non_response"}
     assert Score.objects.get(answer=wrong).value == {"letter": "B"}
+    assert Score.objects.get(answer=nr).value == {"letter": None, "reason": "NR"}
     again = score_missing(scorer="letter", answers=Answer.objects.all())
     assert again["scored"] == 0
     assert Score.objects.count() == 4
@@ -47,6 +47,16 @@ def test_answers_whose_question_has_no_answer_idx_are_skipped_and_counted():
     assert Score.objects.count() == 1
 
 
+def test_an_optional_question_field_is_read_when_present_and_never_skips_an_answer():
+    quoting = AnswerFactory(text="Clopidogrel", question=QuestionFactory(metadata={"answer_idx": "C", "options": {
+        "A": "Aspirin", "B": "Warfarin", "C": "Clopidogrel"}}))  # fmt: skip
+    without_options = AnswerFactory(text="Clopidogrel", question=QuestionFactory(metadata={"answer_idx": "C"}))
+    counts = score_missing(scorer="letter", answers=Answer.objects.all())
+    assert (counts["scored"], counts["skipped_no_key"], counts["correct"]) == (2, 0, 1)
+    assert Score.objects.get(answer=quoting).value == {"letter": "C", "quoted": "Clopidogrel"}
+    assert Score.objects.get(answer=without_options).value == {"letter": None, "reason": "no letter found"}
+
+
 def test_only_the_given_answers_are_scored():
     source = AnswerSourceFactory(name="gpt-4-0613")
     mine = _answer("C", source=source)
@@ -57,15 +67,11 @@ def test_only_the_given_answers_are_scored():
 
 def test_a_new_version_adds_scores_beside_the_old_ones(monkeypatch):
     answer = _answer("c")  # v1 reads only capitals: a non-response
+    monkeypatch.delitem(scorers.SCORERS, ("letter", 2))  # as before v2 was registered
     score_missing(scorer="letter", answers=Answer.objects.all())
     old = Score.objects.get()
 
-    def read_v2(text, refusal, question):
-        letter = text.strip()[:1].upper()
-        return Reading("correct" if letter == question["answer_idx"] else "wrong", {"letter": letter})
-
-    v2 = scorers.Scorer("letter", 2, "case-insensitive", ("answer_idx",), read_v2)
-    monkeypatch.setitem(scorers.SCORERS, ("letter", 2), v2)
+    monkeypatch.setitem(scorers.SCORERS, ("letter", 2), scorers.LETTER_V2)
     counts = score_missing(scorer="letter", answers=Answer.objects.all())
     assert (counts["version"], counts["correct"]) == (2, 1)
     assert dict(answer.scores.values_list("version", "outcome")) == {1: "non_response", 2: "correct"}
@@ -78,11 +84,11 @@ def test_a_score_written_by_a_concurrent_run_is_kept_not_duplicated(monkeypatch)
 
     def read_while_another_run_writes(text, refusal, question):
         # Another run stores its reading between our query and our insert.
-        Score.objects.create(answer=answer, scorer="letter", version=1, outcome="wrong", value={"by": "other"})
-        return scorers.read_letter_v1(text, refusal, question)
+        Score.objects.create(answer=answer, scorer="letter", version=2, outcome="wrong", value={"by": "other"})
+        return scorers.read_letter_v2(text, refusal, question)
 
-    racing = scorers.Scorer("letter", 1, "racing", ("answer_idx",), read_while_another_run_writes)
-    monkeypatch.setitem(scorers.SCORERS, ("letter", 1), racing)
+    racing = scorers.Scorer("letter", 2, "racing", ("answer_idx",), read_while_another_run_writes)
+    monkeypatch.setitem(scorers.SCORERS, ("letter", 2), racing)
     score_missing(scorer="letter", answers=Answer.objects.all())
     assert answer.scores.get().value == {"by": "other"}
 
@@ -94,7 +100,7 @@ def test_the_command_prints_counts_and_filters_by_source_and_dataset(capsys):
     call_command("score_answers", "--scorer", "letter", "--source", "gpt-4-0613",
                  "--dataset", answer.question.dataset.name)  # fmt: skip
     out = capsys.readouterr().out
-    assert "Scorer letter v1" in out
+    assert "Scorer letter v2" in out
     assert "Scored: 1 (correct 1, wrong 0, non-response 0; measured 0, missing 0)" in out
     assert Score.objects.count() == 1
 

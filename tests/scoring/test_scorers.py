@@ -39,12 +39,12 @@ def test_readings_are_frozen():
         reading.outcome = WRONG  # type: ignore[misc]
 
 
-def test_the_registry_holds_letter_v1_and_current_picks_the_newest_version(monkeypatch):
+def test_the_registry_holds_letter_v1_and_v2_and_current_picks_the_newest_version(monkeypatch):
     assert scorers.SCORERS[("letter", 1)] is scorers.LETTER_V1
-    assert scorers.current("letter").version == 1
-    v2 = scorers.Scorer("letter", 2, "test", ("answer_idx",), lambda text, refusal, question: Reading(WRONG))
-    monkeypatch.setitem(scorers.SCORERS, ("letter", 2), v2)
-    assert scorers.current("letter") is v2
+    assert scorers.current("letter") is scorers.SCORERS[("letter", 2)] is scorers.LETTER_V2
+    v3 = scorers.Scorer("letter", 3, "test", ("answer_idx",), lambda text, refusal, question: Reading(WRONG))
+    monkeypatch.setitem(scorers.SCORERS, ("letter", 3), v3)
+    assert scorers.current("letter") is v3
     assert "letter" in scorers.names()
 
 
