@@ -382,8 +382,10 @@ def test_a_broker_that_is_down_is_detected_and_named_on_the_page_at_once(
     client.force_login(analyst)
     url = reverse("datasets:generation_job", args=[job.pk])
     assert "cannot reach the broker" not in client.get(url).content.decode()  # eager; and the page is warmed up
-    settings.CELERY_TASK_ALWAYS_EAGER = False  # as when CELERY_BROKER_URL is set
     with using_broker(app, broker_url=f"redis://127.0.0.1:{closed_port}/0", queue="equityrate-test-no-broker"):
+        # Inside: using_broker saves the app's eager setting (read through Django's) and restores it after, so
+        # setting it first would leave every later test's tasks waiting for a broker.
+        settings.CELERY_TASK_ALWAYS_EAGER = False  # as when CELERY_BROKER_URL is set
         started = time.monotonic()
         page = client.get(url).content.decode()
         elapsed = time.monotonic() - started
@@ -530,3 +532,10 @@ def test_the_admin_shows_generation_rows_read_only_and_filters_refusals(client, 
 
     refusals = client.get(reverse("admin:datasets_answer_changelist"), {"refusal__exact": "1"})
     assert refusals.status_code == 200 and refusals.context["cl"].result_count == 1
+
+
+def test_after_the_broker_tests_tasks_run_eagerly_again():
+    """The tests above point the app at a broker; the ones after rely on eager Celery running tasks in-process."""
+    from config.celery import app
+
+    assert app.conf.task_always_eager
