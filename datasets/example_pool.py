@@ -124,22 +124,24 @@ def pool_units(recipe: PromptRecipe) -> list[Unit]:
     """The recipe's pool as units (every base question with its pool members), read once per pool state."""
     if recipe.examples_pool_id is None:
         return []
-    state = Question.objects.filter(dataset_id=recipe.examples_pool_id).aggregate(n=Count("id"), last=Max("id"))
+    state = Question.objects.filter(dataset_id=recipe.examples_pool_id).aggregate(
+        n=Count("id"), last=Max("id"), newest=Max("created_at")
+    )
     return list(
         _read_units(
             recipe.examples_pool_id,
             recipe.examples_match_factor,
             where_keys(recipe.examples or []),
-            state["n"],
-            state["last"],
+            (state["n"], state["last"], state["newest"]),
         )
     )
 
 
 @lru_cache(maxsize=8)
-def _read_units(pool_id: int, factor: str, keys: tuple[str, ...], count: int, last: int | None) -> tuple[Unit, ...]:
-    """Units of a pool; `count` and `last` name the pool's state, so a pool that gained questions is read anew
-    (questions are never changed in place: a stored variant that differs is refused, not overwritten)."""
+def _read_units(pool_id: int, factor: str, keys: tuple[str, ...], state: tuple) -> tuple[Unit, ...]:
+    """Units of a pool; `state` (count, last id, newest creation time) names the pool's contents, so a pool that
+    gained or lost questions is read anew (questions are never changed in place: a stored variant that differs is
+    refused, not overwritten; SQLite may give a new question a deleted one's id, not its creation time)."""
     extract = {f"where_{index}": KeyTransform(key, "metadata") for index, key in enumerate(keys)}
     if factor:
         extract["level"] = KeyTextTransform(factor, "levels")

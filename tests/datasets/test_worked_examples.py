@@ -223,3 +223,16 @@ def test_the_recipe_page_says_what_is_held_out_and_previews_the_first_question_i
     assert not variants.questions.filter(id__lt=question.id).exclude(base_id__in=held).exists()
     notice = f'data-held-out="{len(held)}">{len(held)} base questions of\n   {variants.name} (a seeded 20% share)'
     assert notice in page.content.decode()
+
+
+@pytest.mark.django_db
+def test_a_pool_is_read_anew_once_it_gains_or_loses_a_question():
+    pool = Dataset.objects.create(name="Pool")
+    recipe = PromptRecipe.objects.create(name="R", examples=[{}], examples_pool=pool)
+    first = Question.objects.create(dataset=pool, external_id="a", text="A?")
+    assert [unit.key for unit in example_pool.pool_units(recipe)] == ["a"]
+
+    Question.objects.create(dataset=pool, external_id="b", text="B?")
+    assert [unit.key for unit in example_pool.pool_units(recipe)] == ["a", "b"]
+    first.delete()
+    assert [unit.key for unit in example_pool.pool_units(recipe)] == ["b"]
