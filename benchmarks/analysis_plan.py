@@ -111,7 +111,9 @@ def build(layout: Counter, medqa_questions: int = QUESTIONS) -> int:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=3, help="Runs per step; the median is reported.")
-    parser.add_argument("--questions", type=int, default=QUESTIONS, help="MedQA questions (each run answers at most these)")
+    parser.add_argument(
+        "--questions", type=int, default=QUESTIONS, help="MedQA questions; each run answers at most these"
+    )
     args = parser.parse_args()
     layout = Counter({run: min(count, args.questions) for run, count in released_layout(RELEASED).items()})
     with own_test_database():

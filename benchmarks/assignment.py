@@ -4,7 +4,8 @@ Creates 100,000 answered questions, builds an independent study over them with t
 replication 3 (900,000 slots), hands every pool's slots to its raters (assign_study), then times
 single claims (claim_items) on a consumer-style study. Runs on a throw-away PostgreSQL test database.
 
-    DATABASE_URL=postgres://postgres@127.0.0.1:5432/test .venv/bin/python benchmarks/assignment.py [--items N] [--claims N]
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/test .venv/bin/python benchmarks/assignment.py \\
+        [--items N] [--claims N]
 """
 
 import argparse
@@ -97,7 +98,8 @@ def main() -> None:
             claims += len(claim_items(study=claim_study, rater=raters[i % len(raters)], count=1))
         elapsed = time.perf_counter() - start
         print(
-            f"claim_items x{args.claims} on {args.items:,} items: {elapsed:.2f} s = {elapsed / claims * 1000:.1f} ms per claim"
+            f"claim_items x{args.claims} on {args.items:,} items: {elapsed:.2f} s = "
+            f"{elapsed / claims * 1000:.1f} ms per claim"
         )
         print(f"peak resident memory: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
 

@@ -12,7 +12,8 @@ plans read: `p_no` and `p_low` (measured, or `missing` for 2%), and `said_no` (3
 
 and prints a Markdown table, with the machine's load average before and after.
 
-    DATABASE_URL=postgres://postgres@127.0.0.1:5432/test .venv/bin/python benchmarks/qpain_plan.py [--repeat 3] [--blocks 500]
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/test .venv/bin/python benchmarks/qpain_plan.py \\
+        [--repeat 3] [--blocks 500]
 """
 
 import argparse
