@@ -153,7 +153,8 @@ def synthetic_frames(total: int, *, seed: int = 0) -> dict[str, pd.DataFrame]:
     rng = np.random.default_rng(seed)
     scale = total / PAPER_RATINGS
     sized = lambda count: max(1, round(count * scale))  # noqa: E731
-    raters = sized(RATERS_PER_POOL)
+    # At least as many raters as an item has ratings, so that no rater rates an item twice at small scales.
+    raters = max(sized(RATERS_PER_POOL), max(rep for _, _, rep in QUESTION_SETS + PAIR_SETS))
     question_sets = [(name, sized(count), rep) for name, count, rep in QUESTION_SETS]
     pair_sets = [(name, sized(count), rep) for name, count, rep in PAIR_SETS]
     independent, pairwise, counterfactual = [], [], []

@@ -15,6 +15,7 @@ and a `letter` score (432,576 scores). Then times, in this process:
 and prints a Markdown table with the peak memory the load added (tracemalloc).
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/test .venv/bin/python benchmarks/analysis_plan.py [--repeat 3]
+        [--questions 1273]
 """
 
 import argparse
@@ -54,7 +55,7 @@ def released_layout(path: Path) -> Counter:
     return Counter({(f"model-{s}", b, m): 1243 for s in range(6) for b, m in runs})
 
 
-def build(layout: Counter) -> int:
+def build(layout: Counter, medqa_questions: int = QUESTIONS) -> int:
     """The questions, sources, answers and two scores per answer, with bulk inserts; returns the answers made."""
     rng = random.Random(11)
     letter = scorers.current("letter").version  # so that every answer has the score the plan would run
@@ -62,7 +63,7 @@ def build(layout: Counter) -> int:
     biases = sorted({bias for _, bias, _ in layout})
     questions = []
     for bias in biases:
-        for qid in range(QUESTIONS):
+        for qid in range(medqa_questions):
             text = f"Question {qid} ({bias}): which of the following is the most likely diagnosis?"
             questions.append(
                 Question(
@@ -110,11 +111,14 @@ def build(layout: Counter) -> int:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=3, help="Runs per step; the median is reported.")
+    parser.add_argument(
+        "--questions", type=int, default=QUESTIONS, help="MedQA questions; each run answers at most these"
+    )
     args = parser.parse_args()
-    layout = released_layout(RELEASED)
+    layout = Counter({run: min(count, args.questions) for run, count in released_layout(RELEASED).items()})
     with own_test_database():
         started = time.perf_counter()
-        answers = build(layout)
+        answers = build(layout, args.questions)
         build_seconds = time.perf_counter() - started
         plan = BIASMEDQA_ACCURACY
         load, outcomes = timed(lambda: load_outcomes(plan), args.repeat)

@@ -4,7 +4,8 @@ Creates 100,000 answered questions, builds an independent study over them with t
 replication 3 (900,000 slots), hands every pool's slots to its raters (assign_study), then times
 single claims (claim_items) on a consumer-style study. Runs on a throw-away PostgreSQL test database.
 
-    DATABASE_URL=postgres://postgres@127.0.0.1:5432/test .venv/bin/python benchmarks/assignment.py [--items N]
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/test .venv/bin/python benchmarks/assignment.py \\
+        [--items N] [--claims N]
 """
 
 import argparse
@@ -13,6 +14,7 @@ import time
 
 from _django import own_test_database
 from django.contrib.auth import get_user_model  # noqa: E402
+from django.contrib.auth.hashers import make_password  # noqa: E402
 
 from datasets.models import Answer, AnswerSource, Dataset, Question, settings_fingerprint, text_fingerprint  # noqa: E402
 from raters.models import RaterPool, RaterProfile  # noqa: E402
@@ -49,8 +51,10 @@ def make_answers(n: int) -> tuple[Dataset, AnswerSource]:
 
 
 def make_raters(pool: RaterPool, n: int) -> None:
+    # A usable password: only raters who sign in are assigned (RaterProfile.objects.assignable).
+    password = make_password("benchmark")
     users = get_user_model().objects.bulk_create(
-        get_user_model()(username=f"bench-{pool.slug}-{i}", password="!") for i in range(n)
+        get_user_model()(username=f"bench-{pool.slug}-{i}", password=password) for i in range(n)
     )
     RaterProfile.objects.bulk_create(
         RaterProfile(user=u, pool=pool, pseudonym=f"B{pool.slug[:3]}{i}") for i, u in enumerate(users)
@@ -61,6 +65,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--items", type=int, default=100_000)
     parser.add_argument("--raters-per-pool", type=int, default=60)
+    parser.add_argument("--claims", type=int, default=1000, help="single claims timed on the consumer-style study")
     args = parser.parse_args()
     with own_test_database():
         pools = list(RaterPool.objects.filter(slug__in=["physician", "equity_expert", "consumer"]))
@@ -89,11 +94,12 @@ def main() -> None:
         raters = list(RaterProfile.objects.filter(pool=pools[0])[:50])
         start = time.perf_counter()
         claims = 0
-        for i in range(1000):
+        for i in range(args.claims):
             claims += len(claim_items(study=claim_study, rater=raters[i % len(raters)], count=1))
         elapsed = time.perf_counter() - start
         print(
-            f"claim_items x1000 on {args.items:,} items: {elapsed:.2f} s = {elapsed / claims * 1000:.1f} ms per claim"
+            f"claim_items x{args.claims} on {args.items:,} items: {elapsed:.2f} s = "
+            f"{elapsed / claims * 1000:.1f} ms per claim"
         )
         print(f"peak resident memory: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
 

@@ -5,7 +5,7 @@ every rater rating every item), then times `write_csv_files` on a 100,000-rating
 1,000,000-rating study, reporting rows/s and the peak memory the export itself allocated (tracemalloc), so
 that memory can be seen not to grow with the number of ratings.
 
-    DATABASE_URL=postgres://postgres@127.0.0.1:5432/test .venv/bin/python benchmarks/export.py [--ratings N]
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/test .venv/bin/python benchmarks/export.py [--ratings N] [--small N]
 """
 
 import argparse
@@ -26,12 +26,12 @@ RATERS = 5
 FILL = """
 WITH ds AS (INSERT INTO datasets_dataset (name, description, licence, source, created_at)
             VALUES (%(name)s, '', '', '', now()) RETURNING id),
-q AS (INSERT INTO datasets_question (dataset_id, external_id, text, text_hash, metadata, created_at)
-      SELECT ds.id, g::text, 'Benchmark question ' || g, md5(%(name)s || g) || md5(g::text), '{}', now()
+q AS (INSERT INTO datasets_question (dataset_id, external_id, text, text_hash, metadata, levels, created_at)
+      SELECT ds.id, g::text, 'Benchmark question ' || g, md5(%(name)s || g) || md5(g::text), '{}', '{}', now()
       FROM ds, generate_series(1, %(items)s) g RETURNING id),
 a AS (INSERT INTO datasets_answer (question_id, source_id, text, model_name, prompt, parameters, settings_hash,
-                                   response_metadata, provenance_note, created_at)
-      SELECT q.id, %(source)s, 'An answer.', 'bench-model', '', '{}', 'x', '{}', '', now() FROM q RETURNING id)
+                                   response_metadata, provenance_note, refusal, created_at)
+      SELECT q.id, %(source)s, 'An answer.', 'bench-model', '', '{}', 'x', '{}', '', false, now() FROM q RETURNING id)
 INSERT INTO studies_studyitem (study_id, answer_id, is_attention_check, expected_values, created_at)
 SELECT %(study)s, a.id, false, '{}', now() FROM a
 """
@@ -95,14 +95,15 @@ def export(study: Study, label: str) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--ratings", type=int, default=1_000_000)
+    parser.add_argument("--small", type=int, default=100_000, help="ratings of the smaller study exported first")
     args = parser.parse_args()
     with own_test_database():
         make_raters()
         start = time.perf_counter()
-        small = make_study("Benchmark export 100k", 100_000)
+        small = make_study("Benchmark export small", args.small)
         large = make_study("Benchmark export large", args.ratings)
         print(f"filled the database in {time.perf_counter() - start:.0f} s")
-        export(small, "100,000 ratings")
+        export(small, f"{args.small:,} ratings")
         export(large, f"{args.ratings:,} ratings")
         print(
             f"peak resident memory of the process: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB"

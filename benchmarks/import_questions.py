@@ -44,7 +44,9 @@ def timed_import(path: Path) -> tuple[int, float, str]:
 
 def main() -> None:
     if connection.vendor == "postgresql":
-        databases = setup_databases(verbosity=0, interactive=False)  # a test_ database, dropped at the end
+        # A database of this run's own (as benchmarks/_django.py makes), so it can run beside the tests.
+        connection.settings_dict.setdefault("TEST", {})["NAME"] = f"test_benchmark_{os.getpid()}"
+        databases = setup_databases(verbosity=0, interactive=False)  # dropped at the end
     else:
         call_command("migrate", verbosity=0)
         databases = None

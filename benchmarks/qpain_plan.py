@@ -12,7 +12,8 @@ plans read: `p_no` and `p_low` (measured, or `missing` for 2%), and `said_no` (3
 
 and prints a Markdown table, with the machine's load average before and after.
 
-    DATABASE_URL=postgres://postgres@127.0.0.1:5432/test .venv/bin/python benchmarks/qpain_plan.py [--repeat 3]
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/test .venv/bin/python benchmarks/qpain_plan.py \\
+        [--repeat 3] [--blocks 500]
 """
 
 import argparse
@@ -37,12 +38,12 @@ BATCH = 5000
 MISSING = 0.02
 
 
-def build() -> int:
+def build(blocks_per_context: int = BLOCKS_PER_CONTEXT) -> int:
     rng = random.Random(12)
     dataset = Dataset.objects.create(name="Q-Pain benchmark")
     questions = []
     for context in CONTEXTS:
-        for block in range(BLOCKS_PER_CONTEXT):
+        for block in range(blocks_per_context):
             vignette = f"{context}-{block:03d}"
             for race, gender in GROUPS:
                 text = f"Vignette {vignette}: a {race} {gender} in pain."
@@ -82,11 +83,12 @@ def build() -> int:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=3, help="Runs per step; the median is reported.")
+    parser.add_argument("--blocks", type=int, default=BLOCKS_PER_CONTEXT, help="vignette blocks per pain context")
     args = parser.parse_args()
     load_before = os.getloadavg()
     with own_test_database():
         started = time.perf_counter()
-        answers = build()
+        answers = build(args.blocks)
         build_seconds = time.perf_counter() - started
         load, values = timed(lambda: load_outcomes(QPAIN_PAIRED_TESTS), args.repeat)
         tests, paired = timed(lambda: QPAIN_PAIRED_TESTS.compute(values), args.repeat)

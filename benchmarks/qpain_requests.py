@@ -11,7 +11,7 @@ answers were stored, one per (source, variant), each with its log-probabilities;
 (timed) and checks 2,000 measured scores. Prints a Markdown table and the load average around each round.
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/test .venv/bin/python benchmarks/qpain_requests.py \\
-        [--limits 1 2 4 8 16] [--latency 0.2] [--broker redis://127.0.0.1:6379/14]
+        [--limits 1 2 4 8 16] [--latency 0.2] [--broker redis://127.0.0.1:6379/14] [--vignettes 50]
 """
 
 import argparse
@@ -38,18 +38,20 @@ from tests import celery_process  # noqa: E402
 from tests.datasets.test_generation_worker import CountingLLM  # noqa: E402
 
 MODELS = 5
-VARIANTS = 400  # 50 "Yes" vignettes x 4 races x 2 genders
+VIGNETTES, PROFILES = 50, 8  # "Yes" vignettes; 4 races x 2 genders
 # The worker runs as in production: with DEBUG on, Django also records and times every query it makes.
 PRODUCTION_LIKE = {"DEBUG": "false", "SECRET_KEY": secrets.token_urlsafe(50), "ALLOWED_HOSTS": "localhost"}
 
 
-def make_variants() -> tuple[Dataset, PromptRecipe]:
-    """The 400 variants and the completion recipe (its examples drawn from the vignettes)."""
+def make_variants(limit: int) -> tuple[Dataset, PromptRecipe]:
+    """The variants of the first `limit` vignettes (all 50: 400 variants) and the completion recipe (its examples
+    drawn from the vignettes)."""
     import_qpain_vignettes()
     vignettes = Dataset.objects.get(name="Q-Pain vignettes")
-    run = run_variant_run(start_variant_run(generator="qpain", base_dataset=vignettes, queue=False).id)
-    if run.status != run.Status.DONE or run.dataset.questions.count() != VARIANTS:
-        raise SystemExit(f"the qpain generator did not make {VARIANTS} variants: {run.status} {run.error}")
+    options = {"limit": limit} if limit != VIGNETTES else None
+    run = run_variant_run(start_variant_run(generator="qpain", base_dataset=vignettes, options=options, queue=False).id)
+    if run.status != run.Status.DONE or run.dataset.questions.count() != limit * PROFILES:
+        raise SystemExit(f"the qpain generator did not make {limit * PROFILES} variants: {run.status} {run.error}")
     recipe = next(recipe for recipe in ensure_qpain_recipes(vignettes) if recipe.name == COMPLETION)
     return run.dataset, recipe
 
@@ -81,7 +83,7 @@ def run_round(server: CountingLLM, variants: Dataset, recipe: PromptRecipe, *, l
         started = [jobs.start_job(dataset=variants, source=source, recipe=recipe) for source in sources]
         ids = [job.id for job in started]
         finished = [GenerationJob.Status.DONE, GenerationJob.Status.CANCELLED]
-        deadline = time.monotonic() + 120 + 10 * VARIANTS * args.latency / limit
+        deadline = time.monotonic() + 120 + 10 * args.variants * args.latency / limit
         # One query a tenth of a second: the watching should not take CPU from the worker it measures.
         while GenerationJob.objects.filter(id__in=ids, status__in=finished).count() < len(ids):
             if time.monotonic() > deadline:
@@ -102,6 +104,7 @@ def run_round(server: CountingLLM, variants: Dataset, recipe: PromptRecipe, *, l
     counts = score_missing(scorer="p_no", answers=answers)
     scoring_seconds = time.perf_counter() - scoring_start
     return {
+        "variants": args.variants,
         "limit": limit,
         "threads": threads,
         "requests": len(requests),
@@ -129,7 +132,7 @@ def _cpu(who: int) -> float:
 
 
 def problems(r: dict) -> list[str]:
-    expected = MODELS * VARIANTS
+    expected = MODELS * r["variants"]
     found = []
     for key in ("requests", "distinct", "completions_with_logprobs", "answers", "pairs", "with_logprobs", "scored",
                 "measured"):  # fmt: skip
@@ -147,7 +150,9 @@ def main() -> None:
     parser.add_argument("--limits", type=int, nargs="+", default=[1, 2, 4, 8, 16], help="concurrency per source")
     parser.add_argument("--latency", type=float, default=0.2, help="seconds the stand-in takes to answer")
     parser.add_argument("--broker", default="redis://127.0.0.1:6379/14")
+    parser.add_argument("--vignettes", type=int, default=VIGNETTES, help="the first N Yes vignettes (8 variants each)")
     args = parser.parse_args()
+    args.variants = args.vignettes * PROFILES
     args.queue = f"equityrate-bench-{uuid.uuid4().hex[:8]}"
     logs = Path(tempfile.mkdtemp(prefix="equityrate-bench-"))
     with (
@@ -156,12 +161,12 @@ def main() -> None:
         celery_process.using_broker(app, broker_url=args.broker, queue=args.queue),
         CountingLLM(latency=args.latency) as server,
     ):
-        variants, recipe = make_variants()
+        variants, recipe = make_variants(args.vignettes)
         results = []
         for limit in args.limits:
             results.append(run_round(server, variants, recipe, limit=limit, args=args, log=logs / f"L{limit}.log"))
             print(f"limit {limit}: {results[-1]['seconds']:.1f} s", flush=True)
-    print(f"\n{VARIANTS} Q-Pain variants x {MODELS} sources, recipe '{recipe.name}' (top-5 log-probabilities), "
+    print(f"\n{args.variants} Q-Pain variants x {MODELS} sources, recipe '{recipe.name}' (top-5 log-probabilities), "
           f"stand-in latency {args.latency:g} s; per limit L: 5 fresh sources, a fresh worker (threads pool, "
           f"5 x L threads), PostgreSQL, Redis; {os.cpu_count()} CPUs\n")  # fmt: skip
     print("| limit per source | concurrent requests | requests | seconds | requests/s | ideal (5 x L / latency) "
@@ -180,10 +185,10 @@ def main() -> None:
     print(f"\nworker CPU: the worker process's user + system seconds, start-up and shutdown included; stand-in "
           f"CPU: this process's during the timed run (the stand-in's threads and the polling). load: 1 / 5 / "
           f"15-minute averages just before the jobs start and as the last one finishes.\nEvery round: "
-          f"{MODELS * VARIANTS} requests to /completions with "
-          f"logprobs 5, {MODELS * VARIANTS} distinct (model, prompt) pairs, each sent once; requests in flight "
-          f"never above 5 x L; {MODELS * VARIANTS} answers stored, one per (source, variant), each with "
-          f"log-probabilities in response_metadata; {MODELS * VARIANTS} P(No) scores, all measured.")  # fmt: skip
+          f"{MODELS * args.variants} requests to /completions with "
+          f"logprobs 5, {MODELS * args.variants} distinct (model, prompt) pairs, each sent once; requests in flight "
+          f"never above 5 x L; {MODELS * args.variants} answers stored, one per (source, variant), each with "
+          f"log-probabilities in response_metadata; {MODELS * args.variants} P(No) scores, all measured.")  # fmt: skip
 
 
 if __name__ == "__main__":

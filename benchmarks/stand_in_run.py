@@ -5,7 +5,7 @@ Generates the variants, starts one job with the recipe, and times it to done; ch
 prompts were sent once each and that every answer is a letter.
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/test .venv/bin/python benchmarks/stand_in_run.py \\
-        [--concurrency 16] [--latency 0] [--broker redis://127.0.0.1:6379/14]
+        [--concurrency 16] [--latency 0] [--broker redis://127.0.0.1:6379/14] [--questions 1273]
 """
 
 import argparse
@@ -31,6 +31,7 @@ from tests import celery_process  # noqa: E402
 from tests.llm_server import FakeLLM  # noqa: E402
 
 MEDQA = REPO.parent / "shared" / "datasets" / "biasmedqa" / "questions" / "test.jsonl"
+MEDQA_QUESTIONS, BIASES = 1273, 7
 PRODUCTION_LIKE = {"DEBUG": "false", "SECRET_KEY": secrets.token_urlsafe(50), "ALLOWED_HOSTS": "localhost"}
 
 
@@ -39,7 +40,9 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--latency", type=float, default=0.0, help="seconds the stand-in takes to answer")
     parser.add_argument("--broker", default="redis://127.0.0.1:6379/14")
+    parser.add_argument("--questions", type=int, default=MEDQA_QUESTIONS, help="the first N MedQA questions")
     args = parser.parse_args()
+    expected = args.questions * BIASES
     queue = f"equityrate-bench-{uuid.uuid4().hex[:8]}"
     log = Path(tempfile.mkdtemp(prefix="equityrate-bench-")) / "worker.log"
     with (
@@ -49,9 +52,9 @@ def main() -> None:
         FakeLLM(latency=args.latency) as server,
     ):
         import_questions(data=MEDQA.read_bytes(), filename=MEDQA.name, options=QuestionOptions(format="medqa"))
-        run = start_variant_run(
-            generator="biasmedqa", base_dataset=Dataset.objects.get(name="MedQA (USMLE test)"), queue=False
-        )
+        base = Dataset.objects.get(name="MedQA (USMLE test)")
+        options = {"limit": args.questions} if args.questions != MEDQA_QUESTIONS else None
+        run = start_variant_run(generator="biasmedqa", base_dataset=base, options=options, queue=False)
         variants = run_variant_run(run.id).dataset
         source = AnswerSource.objects.create(
             name="Stand-in", kind=AnswerSource.Kind.MODEL, model_name="stand-in", base_url=server.base_url,
@@ -76,15 +79,15 @@ def main() -> None:
         stored = answers.aggregate(rows=Count("id"), questions=Count("question", distinct=True))
         letters = dict(answers.values_list("text").annotate(n=Count("id")))
         prompts = {request["messages"][-1]["content"] for request in server.requests}
-    print(f"8,911 BiasMedQA variants x '{recipe.name}', stand-in latency {args.latency:g} s, source concurrency "
+    print(f"{expected:,} BiasMedQA variants x '{recipe.name}', stand-in latency {args.latency:g} s, source concurrency "
           f"{args.concurrency}, 1 worker (threads), PostgreSQL, Redis\n")  # fmt: skip
     print("| requests | distinct prompts | answers | seconds | answers/s |")
     print("|---:|---:|---:|---:|---:|")
     print(f"| {len(server.requests)} | {len(prompts)} | {stored['rows']} | {seconds:.1f} | "
           f"{stored['rows'] / seconds:.0f} |")  # fmt: skip
     print(f"\nanswers by letter: {dict(sorted(letters.items()))}")
-    if not len(server.requests) == len(prompts) == stored["rows"] == stored["questions"] == 8911:
-        raise SystemExit("expected 8,911 distinct prompts, each asked and answered once")
+    if not len(server.requests) == len(prompts) == stored["rows"] == stored["questions"] == expected:
+        raise SystemExit(f"expected {expected:,} distinct prompts, each asked and answered once")
 
 
 if __name__ == "__main__":
