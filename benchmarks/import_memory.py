@@ -21,19 +21,13 @@ import time
 import zipfile
 from pathlib import Path
 
+from _memory import status_mib
+
 ROW_TEXT = 1000  # characters of question or answer text a row
 
 
-def _status_mib(field: str) -> float:
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith(f"{field}:"):
-                return int(line.split()[1]) / 1024
-    raise RuntimeError(f"no {field} in /proc/self/status")
-
-
 def rss_mib() -> float:
-    return _status_mib("VmRSS")
+    return status_mib("VmRSS")
 
 
 def reset_peak_rss() -> None:
@@ -45,7 +39,7 @@ def reset_peak_rss() -> None:
 def peak_rss_mib() -> float:
     """The resident-set high-water mark (VmHWM; getrusage's ru_maxrss also keeps the mark from before a reset
     once a thread has exited, so it is not used)."""
-    return _status_mib("VmHWM")
+    return status_mib("VmHWM")
 
 
 # --- Files, written a row at a time --------------------------------------------------------------

@@ -16,15 +16,9 @@ import sys
 import time
 from pathlib import Path
 
+from _memory import status_mib
+
 HERE = Path(__file__).resolve().parent
-
-
-def _status_mib(field: str) -> float:
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith(f"{field}:"):
-                return int(line.split()[1]) / 1024
-    raise RuntimeError(f"no {field} in /proc/self/status")
 
 
 def child(pairs: int) -> None:
@@ -38,14 +32,14 @@ def child(pairs: int) -> None:
     sample = recipe_pages.SAMPLE_QUESTION
     with open("/proc/self/clear_refs", "w") as clear_refs:  # the high-water mark starts from here
         clear_refs.write("5")
-    before = _status_mib("VmRSS")
+    before = status_mib("VmRSS")
     started = time.perf_counter()
     try:
         outcome = f"rendered {len(recipes.render_prompt(recipe.settings(), sample, [sample])):,} characters"
     except recipes.RecipeError as error:
         outcome = f"refused: {error}"
     seconds = time.perf_counter() - started
-    print(json.dumps({"before": before, "peak": _status_mib("VmHWM"), "seconds": seconds, "outcome": outcome}))
+    print(json.dumps({"before": before, "peak": status_mib("VmHWM"), "seconds": seconds, "outcome": outcome}))
 
 
 def main() -> None:

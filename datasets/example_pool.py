@@ -194,10 +194,11 @@ def examples_part(recipe: PromptRecipe) -> list[Unit] | None:
     return held_out(pool_units(recipe), seed=recipe.examples_seed, share=recipe.examples_holdout)
 
 
-def never_evaluated(recipe: PromptRecipe) -> set[int] | None:
-    """Ids of the base questions whose questions the recipe never evaluates (its examples part), or None when
-    it evaluates any question (no pool, or examples may come from evaluated questions)."""
-    part = examples_part(recipe)
+def never_evaluated(recipe: PromptRecipe, part: list[Unit] | None = None) -> set[int] | None:
+    """Ids of the base questions whose questions the recipe never evaluates (its examples part, read here
+    unless given), or None when it evaluates any question (no pool, or examples may come from evaluated
+    questions)."""
+    part = examples_part(recipe) if part is None else part
     if part is None or recipe.examples_from_evaluated:
         return None
     return {unit.id for unit in part}

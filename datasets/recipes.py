@@ -226,7 +226,8 @@ def choose_examples(recipe: PromptRecipe, question: Question) -> list[Question]:
     the question's own base question; refused for a question the recipe holds out as an example."""
     check_keys(recipe)  # a recipe stored before its keys were checked: they name the pool's JSON fields
     unit_id, unit_key = example_pool.question_unit(question)
-    excluded = example_pool.never_evaluated(recipe)
+    part = example_pool.examples_part(recipe)  # one read of the pool: it decides both checks below
+    excluded = example_pool.never_evaluated(recipe, part)
     if excluded is not None and unit_id in excluded:
         raise RecipeError(
             f"examples: question {question.external_id} is never evaluated with this recipe: its base question "
@@ -245,7 +246,7 @@ def choose_examples(recipe: PromptRecipe, question: Question) -> list[Question]:
     factor = recipe.examples_match_factor
     try:
         chosen = example_pool.draw_examples(
-            example_pool.examples_part(recipe) or [],
+            part or [],
             list(recipe.examples),
             seed=recipe.examples_seed,
             unit_key=unit_key,

@@ -12,6 +12,7 @@ from datasets import recipe_pages, recipes
 from datasets.generation import jobs
 from datasets.models import GenerationJob, PromptRecipe, VariantRun
 from datasets.variants import VariantOptionsError, biasmedqa, qpain, runs
+from tests.datasets.test_recipe_pages import form_data
 from tests.factories import AnswerSourceFactory, DatasetFactory, QuestionFactory
 
 pytestmark = pytest.mark.django_db
@@ -35,17 +36,6 @@ def pool():
 
 def settings_of(**fields) -> dict:
     return PromptRecipe(name="r", **fields).settings()
-
-
-def form_data(**overrides):
-    data = {
-        "name": "My recipe", "description": "", "mode": "chat", "system_prompt": "", "instruction": "Answer.",
-        "level_factor": "", "level_texts": "{}", "item_template": "Q: {question}\nOptions: {options}\nA: ",
-        "options_format": "{letter}: {text}", "options_separator": ", ", "examples": "[]", "examples_pool": "",
-        "examples_match_factor": "", "examples_seed": "0", "examples_footer": "", "condition": "{}",
-        "stop": "[]", "top_logprobs": "", "max_tokens": "16", "temperature": "0",
-    }  # fmt: skip
-    return {**data, **overrides}
 
 
 # --- Rendering stops at the bound, before the text is made ------------------------------------------------
