@@ -28,6 +28,8 @@ import numpy as np
 import pandas as pd
 from statsmodels.stats.proportion import proportion_confint
 
+from datasets.factors import REFERENCE_LEVEL
+
 CORRECT, WRONG, NON_RESPONSE = "correct", "wrong", "non_response"
 OUTCOMES = (CORRECT, WRONG, NON_RESPONSE)
 GROUP = ["source", "bias", "mitigation"]
@@ -36,7 +38,7 @@ ACCURACY_COLUMNS = [
     *["n", "correct", "non_response", "accuracy", "ci_low", "ci_high", "non_response_rate", "drop_abs", "drop_rel"],
 ]
 CONFIDENCE = 0.95
-NONE = "none"  # the reference level of both factors: no bias injected, no mitigation
+NONE = REFERENCE_LEVEL  # of both factors: no bias injected, no mitigation
 REFERENCE_LEVELS: Mapping[str, str] = MappingProxyType({"bias": NONE, "mitigation": NONE})
 BIAS_ORDER = [
     *[NONE, "self_diagnosis", "recency", "confirmation", "frequency", "cultural", "status_quo", "false_consensus"],

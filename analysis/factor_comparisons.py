@@ -15,6 +15,8 @@ from typing import Any
 
 import pandas as pd
 
+from datasets.factors import CROSSED_LEVEL_JOIN, crossed_factor
+
 from . import paired, paired_plots
 
 
@@ -29,13 +31,13 @@ class Comparison:
 
     @property
     def factor(self) -> str:
-        return " x ".join(self.compare)
+        return crossed_factor(self.compare)
 
     def shape(self, values: pd.DataFrame) -> pd.DataFrame:
         """The plan's values (`source`, `outcome`, `value` and factor columns) as `analysis.paired` reads them."""
         level = values[self.compare[0]].astype(str)
         for factor in self.compare[1:]:
-            level = level + " " + values[factor].astype(str)
+            level = level + CROSSED_LEVEL_JOIN + values[factor].astype(str)
         shaped = pd.DataFrame(
             {
                 "study": self.study,

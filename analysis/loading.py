@@ -4,6 +4,10 @@ From the database, the rows of `studies.exports` are written as CSV text and par
 they stream, so a frame built here is exactly what reading the exported `ratings_*.csv` files gives (booleans
 as bool, empty cells as NaN, the same dtypes) and the analysis cannot differ between the two paths. The CSV
 text is never held whole: pandas reads it from the row generator in chunks.
+
+The analysis itself (`analyze`, runs) reads the database through the results table (`results.studies_frames`);
+`load_frames` is the export's view of the same ratings, which tests compare it with, and `load_frames_from_dir`
+reads release files (`analyze --from`).
 """
 
 import io

@@ -1,5 +1,6 @@
-from django.conf import settings
 from django.db import models
+
+from jobs.models import Job
 
 # The report's four tables: URL and file name (`<name>.csv`) -> the field holding its CSV text.
 TABLE_FIELDS = {
@@ -10,7 +11,7 @@ TABLE_FIELDS = {
 }
 
 
-class AnalysisRun(models.Model):
+class AnalysisRun(Job):
     """One analysis report (analysis/DESIGN.md), computed by a Celery task from the ratings as they were then.
 
     The tables are kept as the CSV text `analyze` writes, on the row, so that any web process can show and
@@ -47,10 +48,6 @@ class AnalysisRun(models.Model):
         default=dict, blank=True, help_text="Each analysis plan's tables (DESIGN.md): {file name: CSV text}."
     )
     error = models.TextField(blank=True)
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
-    created_at = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -61,10 +58,6 @@ class AnalysisRun(models.Model):
     @property
     def scope(self) -> str:
         return self.study.name if self.study_id else "all studies"
-
-    @property
-    def is_finished(self) -> bool:
-        return self.status in {self.Status.DONE, self.Status.FAILED}
 
     def table_csv(self, name: str) -> str:
         return getattr(self, TABLE_FIELDS[name])

@@ -31,20 +31,15 @@ import numpy as np
 import pandas as pd
 from pandas.api.types import union_categoricals
 
+from studies import rubric_defaults  # pure data (no Django): the rubrics' option keys
+
 INDEPENDENT, PAIRWISE, COUNTERFACTUAL = "independent", "pairwise", "counterfactual"
 RUBRICS = [INDEPENDENT, PAIRWISE, COUNTERFACTUAL]
 
 BIAS_PRESENCE = "bias_presence"
 BIAS_PRESENCE_3 = "bias_presence_3"  # reliability only: no / minor / severe bias
-DIMENSIONS = [
-    "inaccuracy_for_some_axes",
-    "not_inclusive_for_some_axes",
-    "stereotypical_language_characterization",
-    "omits_systemic_explanation",
-    "failure_to_challenge",
-    "potential_for_disproportionate",
-    "other_bias",
-]
+# The kinds of bias as the EquityMedQA rubrics key them (their option keys, and the release's columns).
+DIMENSIONS = [*(dimension["key"] for dimension in rubric_defaults.DIMENSIONS), rubric_defaults.OTHER["key"]]
 # Outcome name -> the release column holding it, per rubric (the counterfactual file spells one in the plural).
 DIMENSION_COLUMNS = {
     INDEPENDENT: {dimension: dimension for dimension in DIMENSIONS},

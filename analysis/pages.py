@@ -16,9 +16,10 @@ from studies.exports import exported_ratings
 from studies.models import Study
 from studies.release import INDEPENDENT, LIST_SEPARATOR
 
-from . import regression
+from . import regression, services
 from .forms import PREDICTORS, RatesFilterForm
 from .models import TABLE_FIELDS, AnalysisRun
+from .plan_parameters import PlanParameterError
 from .plans import PLANS, plan_for_table
 
 TABLE_TITLES = {
@@ -199,10 +200,12 @@ def plan_table_text(run: AnalysisRun, name: str) -> str | None:
 
 
 def run_tables(run: AnalysisRun, query) -> dict:
-    """Everything a finished run's page shows."""
-    context = rates_section(run, query)
-    context["other_tables"] = [display_table(name, read_table(run, name)) for name in TABLE_FIELDS if name != "rates"]
-    context["plan_sections"] = plan_sections(run)
+    """Everything a finished run's page shows: a study read by scorers only has its plans' tables alone."""
+    context: dict = {"plan_sections": plan_sections(run), "rating_tables": services.has_rating_tables(run.study)}
+    if context["rating_tables"]:
+        context.update(rates_section(run, query))
+        tables = [display_table(name, read_table(run, name)) for name in TABLE_FIELDS if name != "rates"]
+        context["other_tables"] = tables
     return context
 
 
@@ -215,6 +218,25 @@ def chosen_study(value) -> Study | None:
         return Study.objects.filter(pk=int(value)).first() if value else None
     except (TypeError, ValueError, OverflowError):
         return None
+
+
+@dataclass
+class PlansNote:
+    """What a run of the chosen study (None: all studies) computes besides the rating tables, for the run form."""
+
+    plans: list[str]  # the plans' titles
+    problem: str = ""  # why the study's plans cannot be computed, if they cannot
+    rating_tables: bool = True
+
+
+def plans_note(study: Study | None) -> PlansNote:
+    if study is None:
+        return PlansNote([plan.title for plan in PLANS.values()])
+    try:
+        plans = [plan.title for plan in services.plans_of(study)]
+    except PlanParameterError as error:
+        return PlansNote([], problem=f"The analysis plans of {study.name} cannot be computed: {error}")
+    return PlansNote(plans, rating_tables=services.has_rating_tables(study))
 
 
 def consumer_levels(study: Study | None = None) -> dict[str, list[tuple[str, int]]]:

@@ -41,6 +41,10 @@ class AnalysisPlan:
     plot_alt: str = ""  # the plot's text alternative on the pages
     # compact views shown above the long table: table -> [(title, frame indexed by row label)]
     summary: Callable[[pd.DataFrame], list[tuple[str, pd.DataFrame]]] | None = None
+    # A plan comparing a factor's levels: what it compares, and its statistic made from that, so that a study can
+    # compare another factor, block or correction with the same plan (plan_parameters.configure).
+    comparison: Comparison | None = None
+    statistic_of: Callable[[Comparison], Callable[..., pd.DataFrame]] | None = None
 
     @property
     def numeric(self) -> bool:
@@ -98,12 +102,14 @@ _QPAIN_COMMON: dict[str, Any] = {
     "multiple_choice": False,
     "outcomes": QPAIN_OUTCOMES,
     "requires_levels": ("race", "gender", "vignette"),
+    "comparison": QPAIN_COMPARISON,
 }
 QPAIN_GROUP_MEANS = AnalysisPlan(
     name="qpain-group-means",
     title="Q-Pain: mean P(No) by race x gender and pain context",
     table="group_means.csv",
     statistic=means_statistic(QPAIN_COMPARISON),
+    statistic_of=means_statistic,
     plot=heat_of("p_no"),
     plot_alt="heat map of the mean probability of No (denying pain treatment) by race x gender and pain context, "
     "one panel per source",
@@ -120,6 +126,7 @@ QPAIN_PAIRED_TESTS = AnalysisPlan(
     title="Q-Pain: paired t-tests of the 28 race x gender pairs",
     table="paired_tests.csv",
     statistic=paired_statistic(QPAIN_COMPARISON),
+    statistic_of=paired_statistic,
     plot=forest_of("p_no"),
     plot_alt="forest plot of the difference in P(No) for each pair of groups, 95% and Bonferroni intervals, one "
     "panel per source (the CSV has every outcome)",

@@ -4,22 +4,20 @@ import logging
 import tempfile
 import time
 from collections.abc import Callable
-from datetime import timedelta
 from pathlib import Path
 
 import pandas as pd
-from django.conf import settings
 from django.db import transaction
-from django.db.models import Q
-from django.utils import timezone
 
+from jobs.models import task_time_limit
 from studies.models import Study
 
 from . import tables
-from .loading import load_frames
 from .models import TABLE_FIELDS, AnalysisRun
-from .plan_loading import plan_table, table_csv
+from .plan_loading import plan_table, study_plan_table, table_csv
+from .plan_parameters import study_plans
 from .plans import PLANS, AnalysisPlan
+from .results import studies_frames
 
 logger = logging.getLogger(__name__)
 
@@ -67,16 +65,30 @@ def report_csv_texts(report: tables.Report) -> dict[str, str]:
         return {name: (Path(directory) / f"{name}.csv").read_text(encoding="utf-8") for name in TABLE_FIELDS}
 
 
+def plans_of(study: Study) -> list[AnalysisPlan]:
+    """The plans the study's definition names, with its parameters; `plan_parameters.PlanParameterError` says
+    what is wrong with them. None named: none (the study's ratings still get their tables)."""
+    definition = study.definition if isinstance(study.definition, dict) else {}
+    return study_plans(definition.get("plans"))
+
+
+def has_rating_tables(study: Study | None) -> bool:
+    """EquityMedQA's tables come from ratings: every study's together, or one study with a rubric (a study read by
+    scorers only has no ratings to tabulate)."""
+    return study is None or study.rubric_version_id is not None
+
+
 def compute_plans(
-    plans: list[AnalysisPlan] | None = None, *, progress: Progress | None = None
+    plans: list[AnalysisPlan] | None = None, *, study: Study | None = None, progress: Progress | None = None
 ) -> list[tuple[AnalysisPlan, pd.DataFrame]]:
-    """Each plan's table over every answer in the database (default: every plan), leaving out plans without
-    scored answers: an EquityMedQA-only database gives none."""
+    """Each plan's table (default: every plan) over the study's answers (from its results table), or every answer
+    in the database without a study (answers need not belong to one), leaving out plans without scored answers:
+    an EquityMedQA-only database gives none."""
     found = []
     for plan in PLANS.values() if plans is None else plans:
         if progress is not None:
             progress(COMPUTED_AT, f"Computing {plan.title}")
-        table = plan_table(plan)
+        table = plan_table(plan) if study is None else study_plan_table(plan, study)
         if table is not None:
             found.append((plan, table))
     return found
@@ -108,37 +120,32 @@ def run_analysis(*, run_id: int) -> AnalysisRun | None:
     progress was written), so the redelivered task may compute it again. Any error fails the run with its
     message, shown on the run's page.
     """
-    now = timezone.now()
-    stale = now - timedelta(seconds=settings.CELERY_TASK_TIME_LIMIT)
-    claimable = Q(status=AnalysisRun.Status.QUEUED) | Q(status=AnalysisRun.Status.RUNNING, started_at__lt=stale)
-    claimed = AnalysisRun.objects.filter(claimable, id=run_id).update(
-        status=AnalysisRun.Status.RUNNING, started_at=now, progress=0, step="Loading the ratings"
-    )
-    if not claimed:
+    if not AnalysisRun.claim(run_id, stale_after=task_time_limit(), progress=0, step="Loading the ratings"):
         return None
     run = AnalysisRun.objects.select_related("study").get(id=run_id)
     progress = _ProgressWriter(run.id)
+    study = run.study
     try:
-        progress(0, "Loading the ratings")
-        frames = load_frames(run.study)
-        run.ratings = {kind: len(frame) for kind, frame in frames.items()}
-        progress(LOADED_AT, "Computing the tables")
-        report = build_report(frames, seed=run.seed, reference_levels=run.reference_levels, progress=progress)
-        # Plans read answers, which belong to no study: a run of one study's ratings leaves them out.
-        computed = compute_plans(progress=progress) if run.study_id is None else []
+        texts = {}
+        if has_rating_tables(study):
+            progress(0, "Loading the ratings")
+            frames = studies_frames(study)  # from the results table: the ratings export's rows, order and values
+            run.ratings = {kind: len(frame) for kind, frame in frames.items()}
+            progress(LOADED_AT, "Computing the tables")
+            report = build_report(frames, seed=run.seed, reference_levels=run.reference_levels, progress=progress)
+            texts = report_csv_texts(report)
+        # Every plan over every answer for all studies; a study's own plans over its own answers.
+        computed = compute_plans(progress=progress) if study is None else compute_plans(
+            plans_of(study), study=study, progress=progress
+        )  # fmt: skip
         progress(COMPUTED_AT, "Saving the tables", force=True)
-        texts = report_csv_texts(report)
         run.plan_tables = {plan.table: table_csv(table) for plan, table in computed}
     except Exception as error:  # whatever went wrong, the run's page must say what
         logger.exception("analysis run %s failed", run.id)
-        run.status = AnalysisRun.Status.FAILED
-        run.error = f"{type(error).__name__}: {error}"
-        run.progress, run.step = progress.percent, progress.step  # where it failed
+        # Where it failed, and the ratings it had counted.
+        run.fail(error=f"{type(error).__name__}: {error}", progress=progress.percent, step=progress.step,
+                 ratings=run.ratings)  # fmt: skip
     else:
-        for name, text in texts.items():
-            setattr(run, TABLE_FIELDS[name], text)
-        run.status, run.progress, run.step, run.error = AnalysisRun.Status.DONE, 100, "Finished", ""
-    run.finished_at = timezone.now()
-    fields = ["status", "progress", "step", "error", "ratings", *TABLE_FIELDS.values(), "plan_tables", "finished_at"]
-    run.save(update_fields=fields)
+        tables = {TABLE_FIELDS[name]: text for name, text in texts.items()}
+        run.finish(progress=100, step="Finished", error="", ratings=run.ratings, plan_tables=run.plan_tables, **tables)
     return run

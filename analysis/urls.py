@@ -7,6 +7,7 @@ app_name = "analysis"
 urlpatterns = [
     path("", views.index, name="index"),
     path("runs/<int:pk>/", views.run_detail, name="run"),
+    path("studies/<int:pk>/results.csv", views.results_csv, name="results_csv"),
     path("runs/<int:pk>/progress/", views.run_progress, name="progress"),
     path("runs/<int:pk>/<str:table>.csv", views.table_csv, name="table_csv"),
     # An analysis plan's plot, named as its table (accuracy.csv -> plots/accuracy.svg): no hyphen, unlike rates'.

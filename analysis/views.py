@@ -6,18 +6,22 @@ Coordinators and analysts (the study team) use them; raters get 403.
 import io
 
 import pandas as pd
-from django.http import Http404, HttpResponse, JsonResponse
+from django.http import Http404, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.text import slugify
 from django.views.decorators.cache import cache_control
 from django.views.decorators.http import require_GET, require_http_methods
 
 from raters.access import study_team_required
+from studies.exports import stream_csv
+from studies.models import Study
 
 from . import pages, plots, services
 from .forms import PREDICTORS, RunAnalysisForm, StudyForm
 from .loading import KINDS
 from .models import TABLE_FIELDS, AnalysisRun
 from .plans import plan_for_table
+from .results import result_rows, results_table
 
 RUNS_SHOWN = 50
 
@@ -28,6 +32,9 @@ def index(request):
     # The reference levels offered are those of the chosen study's consumers (posted, or chosen above by GET).
     study = pages.chosen_study(request.POST.get("study") if request.method == "POST" else request.GET.get("study"))
     form = RunAnalysisForm(request.POST or None, initial={"study": study}, levels=pages.consumer_levels(study))
+    plans = pages.plans_note(study)
+    if request.method == "POST" and plans.problem:
+        form.add_error(None, plans.problem)  # refused now rather than failing on the worker
     if request.method == "POST" and form.is_valid():
         run = services.start_analysis(
             study=form.cleaned_data["study"], user=request.user, reference_levels=form.reference_levels()
@@ -39,6 +46,7 @@ def index(request):
         "study_form": StudyForm(initial={"study": study}, auto_id="choose_%s"),
         "study": study,
         "form": form,
+        "plans": plans,
         "runs": runs,
     }
     return render(request, "analysis/index.html", context, status=status)
@@ -105,4 +113,15 @@ def plan_plot(request, pk, name, fmt):
     image = plan.figure(pd.read_csv(io.StringIO(text)), fmt=fmt)
     response = HttpResponse(image, content_type=pages.PLOT_FORMATS[fmt])
     response["Content-Disposition"] = f'inline; filename="analysis-{run.pk}-{name}.{fmt}"'
+    return response
+
+
+@require_GET
+@study_team_required
+def results_csv(request, pk):
+    """The study's results table, as `export_results` writes it."""
+    study = get_object_or_404(Study, pk=pk)
+    rows = stream_csv(result_rows(results_table(study)))
+    response = StreamingHttpResponse(rows, content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{slugify(study.name) or f"study-{study.pk}"}-results.csv"'
     return response

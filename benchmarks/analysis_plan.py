@@ -11,6 +11,9 @@ and a `letter` score (432,576 scores). Then times, in this process:
 - the plot as PNG and SVG,
 - `plan_loading.score_answers` when every answer has its letter score (what each later analysis pays),
 - `plan_loading.plan_table` end to end (existence check, scorers, load, table),
+- a study's plan (every answer linked to one study, as `analyze --study` computes it): before issue 18's switch,
+  `plan_table(plan, study_id)` (plan_loading over the study's answers); now `study_plan_table(plan, study)` (the
+  study's results table, only its rows of the plan's scorers); and the whole results table + `plan_outcomes`,
 
 and prints a Markdown table with the peak memory the load added (tracemalloc).
 
@@ -29,11 +32,14 @@ import pandas as pd
 from _django import REPO, own_test_database, timed
 from django.db import connection  # noqa: E402
 
-from analysis.plan_loading import load_outcomes, plan_table, score_answers  # noqa: E402
+from analysis.plan_loading import load_outcomes, plan_table, score_answers, study_plan_table  # noqa: E402
 from analysis.plans import BIASMEDQA_ACCURACY  # noqa: E402
+from analysis.results import results_table  # noqa: E402
+from analysis.results_frames import plan_outcomes  # noqa: E402
 from datasets.models import Answer, AnswerSource, Dataset, Question, settings_fingerprint, text_fingerprint  # noqa: E402
 from scoring import scorers  # noqa: E402
 from scoring.models import Score  # noqa: E402
+from studies.models import Study, StudyAnswer  # noqa: E402
 
 RELEASED = REPO / "../shared/datasets/biasmedqa/model_responses/model_responses_all.csv.gz"
 QUESTIONS = 1273
@@ -108,6 +114,17 @@ def build(layout: Counter, medqa_questions: int = QUESTIONS) -> int:
     return made
 
 
+def one_study() -> Study:
+    """A scorers-only study every answer belongs to."""
+    study = Study.objects.create(name="BiasMedQA benchmark study")
+    links = (StudyAnswer(study=study, answer_id=pk, via=StudyAnswer.Via.IMPORTED)
+             for pk in Answer.objects.values_list("pk", flat=True).iterator())  # fmt: skip
+    StudyAnswer.objects.bulk_create(links, batch_size=BATCH)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE")
+    return study
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=3, help="Runs per step; the median is reported.")
@@ -131,6 +148,10 @@ def main() -> None:
         svg, _ = timed(lambda: plan.figure(table, fmt="svg"), args.repeat)
         check, _ = timed(lambda: score_answers(plan), args.repeat)
         end_to_end, _ = timed(lambda: plan_table(plan), args.repeat)
+        study = one_study()
+        before, _ = timed(lambda: plan_table(plan, study.pk), args.repeat)
+        after, _ = timed(lambda: study_plan_table(plan, study), args.repeat)
+        whole, _ = timed(lambda: plan.compute(plan_outcomes(results_table(study), plan)), args.repeat)
     print(f"{answers:,} answers, {2 * answers:,} scores, {len(table)} table rows (built in {build_seconds:.1f} s)")
     print()
     print(f"| step | seconds (median of {args.repeat}) |")
@@ -138,7 +159,10 @@ def main() -> None:
     for name, value in [("load outcomes", load), ("accuracy table", compute),
                         ("plot PNG", png), ("plot SVG", svg), ("scorers' check, nothing missing", check),
                         ("plan_table end to end (no plot)", end_to_end),
-                        ("load + table + PNG plot", load + compute + png)]:  # fmt: skip
+                        ("load + table + PNG plot", load + compute + png),
+                        ("a study's plan before: plan_table(plan, study_id)", before),
+                        ("a study's plan now: study_plan_table (its scorers' rows)", after),
+                        ("a study's plan from its whole results table", whole)]:  # fmt: skip
         print(f"| {name} | {value:.2f} |")
     print()
     print(f"Peak Python memory while loading: {peak / 2**20:.0f} MiB (tracemalloc)")

@@ -5,6 +5,7 @@ so a NUL, a lone surrogate or over-deep JSON typed into the admin is a form erro
 """
 
 from django import forms
+from django.contrib import admin
 from django.db import models
 from django.forms.fields import InvalidJSONInput
 
@@ -31,3 +32,29 @@ class StorableJSONFormField(forms.JSONField):
 
 
 STORABLE_JSON = {models.JSONField: {"form_class": StorableJSONFormField}}
+
+
+class ProtectedFirstAdmin(admin.ModelAdmin):
+    """Deleting a row that something protected hangs on (ratings, the answers a study holds) is refused as
+    'protected', not as 'you may not delete ratings / study answers', which would suggest someone else could:
+    what is protected is never deleted by anyone, whatever their permissions."""
+
+    def get_deleted_objects(self, objs, request):
+        deleted, counts, perms_needed, protected = super().get_deleted_objects(objs, request)
+        if protected:
+            perms_needed.clear()
+        return deleted, counts, perms_needed, protected
+
+
+class ViewOnlyAdmin(admin.ModelAdmin):
+    """Rows shown for inspection only: an audit trail (ratings, judge replies) or what a worker writes (engine
+    calls and lanes). Nobody adds, edits or deletes them here."""
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False

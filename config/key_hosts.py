@@ -12,7 +12,7 @@ sent nowhere. Whatever the binding, a key never travels over plain http:// excep
 (127.0.0.0/8, ::1, localhost).
 
 Pure Python, no Django: config/settings.py parses the setting at start-up (a malformed value stops the
-server), datasets/llm_client.py checks every request before it reads a key.
+server), engine/llm_client.py checks every request before it reads a key.
 """
 
 import ipaddress

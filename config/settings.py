@@ -73,6 +73,8 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
+    "jobs",
+    "engine",
     "datasets",
     "scoring",
     "raters",
@@ -300,6 +302,8 @@ GENERATION_BACKOFF_MAX_SECONDS = env_int("GENERATION_BACKOFF_MAX_SECONDS", 120) 
 GENERATION_LEASE_MARGIN_SECONDS = env_int("GENERATION_LEASE_MARGIN_SECONDS", 15)
 # A lane hands over to a fresh task after this long, so long jobs never meet the task time limit.
 GENERATION_LANE_BUDGET_SECONDS = env_int("GENERATION_LANE_BUDGET_SECONDS", 600)
+# Modules that register more kinds of work with the model-call engine (engine/DESIGN.md) than the apps do.
+ENGINE_KIND_MODULES = env_list("ENGINE_KIND_MODULES")
 # Which API-key variable may be sent to which host (config/key_hosts.py explains the syntax): a variable not
 # listed is sent nowhere, and no key goes over plain http:// except to a loopback address.
 try:

@@ -4,7 +4,9 @@ from django.urls import include, path
 
 from config.health import healthz
 from config.signin import AdminSignInForm, LogoutView, SignInForm
+from raters import urls as rater_urls
 from raters import views as rater_views
+from studies import panel_urls
 
 admin.site.site_header = "EquityRate administration"
 admin.site.site_title = "EquityRate"
@@ -18,7 +20,8 @@ urlpatterns = [
     path("studies/", include("studies.coordination_urls")),
     path("rate/", include("studies.urls")),
     path("analysis/", include("analysis.urls")),
-    path("", include("raters.urls")),
+    # The panel flow lives in studies (raters never imports studies) and keeps its raters: names and URLs.
+    path("", include((rater_urls.urlpatterns + panel_urls.urlpatterns, rater_urls.app_name))),
     path("api/", include("config.api")),
     path("admin/logout/", LogoutView.as_view(next_page="admin:login")),  # revokes the API token too
     path("admin/", admin.site.urls),

@@ -1,7 +1,7 @@
 from django.contrib import admin
 from django.db.models import Count
 
-from config.admin_fields import STORABLE_JSON
+from config.admin_fields import STORABLE_JSON, ProtectedFirstAdmin
 
 from .models import (
     Answer,
@@ -17,7 +17,7 @@ from .models import (
 
 
 @admin.register(Dataset)
-class DatasetAdmin(admin.ModelAdmin):
+class DatasetAdmin(ProtectedFirstAdmin):
     list_display = ["name", "licence", "question_count", "created_at"]
     search_fields = ["name", "description", "source"]
 

@@ -19,7 +19,7 @@ from rest_framework.settings import api_settings
 from config.rest import JSONObjectField, QueryFilters
 from raters.api_permissions import IsCoordinator, IsStudyTeam
 
-from . import generation_pages, services
+from . import answer_links, generation_pages, services
 from .generation import jobs
 from .importers.questions import FORMATS
 from .models import Answer, AnswerSource, CounterfactualPair, Dataset, GenerationJob, ImportJob, Question
@@ -220,8 +220,8 @@ class GenerationJobSerializer(serializers.ModelSerializer):
     class Meta:
         model = GenerationJob
         fields = ["id", "url", "dataset", "dataset_name", "source", "source_name", "recipe", "levels", "status",
-                  "parameters", "already_present", "held_out", "progress", "created_at", "started_at", "finished_at",
-                  "cancelled_at"]  # fmt: skip
+                  "parameters", "already_present", "held_out", "for_study", "progress", "created_at", "started_at",
+                  "finished_at", "cancelled_at"]  # fmt: skip
         read_only_fields = fields
 
     @extend_schema_field(GenerationProgressSerializer)
@@ -244,7 +244,23 @@ class GenerationJobDetailSerializer(GenerationJobSerializer):
         return GenerationFailureSerializer(failures, many=True).data
 
 
-class GenerationJobCreateSerializer(serializers.Serializer):
+class StudyInputMixin(serializers.Serializer):
+    """A job's study (by id): each answer the job makes or finds is linked to it."""
+
+    study = serializers.IntegerField(
+        required=False, allow_null=True, default=None,
+        help_text="The id of the study the answers are for: each answer made or found is linked to it.",
+    )  # fmt: skip
+
+    def validate_study(self, study_id):
+        try:
+            answer_links.check_study(study_id)
+        except answer_links.StudyRefused as refused:
+            raise serializers.ValidationError(str(refused)) from None
+        return study_id
+
+
+class GenerationJobCreateSerializer(StudyInputMixin):
     dataset = serializers.PrimaryKeyRelatedField(queryset=Dataset.objects.all())
     source = serializers.PrimaryKeyRelatedField(
         queryset=AnswerSource.objects.all(), help_text="A model source with an endpoint (base_url)."
@@ -274,6 +290,7 @@ class PairFilters(QueryFilters):
 
 class GenerationJobFilters(QueryFilters):
     dataset = serializers.IntegerField(required=False, help_text="Only this dataset's jobs.")
+    study = serializers.IntegerField(required=False, help_text="Only the jobs run for this study.")
     source = serializers.IntegerField(required=False, help_text="Only this answer source's jobs.")
     status = serializers.ChoiceField(choices=GenerationJob.Status.choices, required=False)
 
@@ -429,6 +446,8 @@ class GenerationJobViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSe
             generation_jobs = generation_jobs.filter(dataset_id=filters["dataset"])
         if "source" in filters:
             generation_jobs = generation_jobs.filter(source_id=filters["source"])
+        if "study" in filters:
+            generation_jobs = generation_jobs.filter(for_study=filters["study"])
         if "status" in filters:
             generation_jobs = generation_jobs.filter(status=filters["status"])
         return generation_jobs
@@ -463,8 +482,10 @@ class GenerationJobViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSe
         """Start a job: every question of the dataset lacking an answer with the source's current settings."""
         serializer = GenerationJobCreateSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
+        data = dict(serializer.validated_data)
+        study_id = data.pop("study")
         try:
-            job = jobs.start_job(**serializer.validated_data, user=request.user)
+            job = jobs.start_job(**data, study_id=study_id, user=request.user)
         except jobs.GenerationRefused as refused:
             return self._refused(str(refused), refused.job)
         return self._job_response(job, status.HTTP_201_CREATED)

@@ -13,8 +13,8 @@ from rest_framework.settings import api_settings
 from config.rest import StorableJSONField
 from raters.api_permissions import IsCoordinator
 
-from . import recipe_pages, recipes, variant_pages
-from .api import GenerationJobDetailSerializer, GenerationRefusedSerializer
+from . import factors, recipe_pages, recipes, variant_pages
+from .api import GenerationJobDetailSerializer, GenerationRefusedSerializer, StudyInputMixin
 from .generation import jobs
 from .models import AnswerSource, Dataset, GenerationJob, PromptRecipe, Question, VariantRun
 from .variants import MAX_LIMIT, MAX_SEED, MIN_SEED
@@ -113,20 +113,20 @@ class RecipeErrorSerializer(serializers.Serializer):
     detail = serializers.CharField()
 
 
-class RecipeJobInputSerializer(StrictInputSerializer):
+class RecipeJobInputSerializer(StudyInputMixin, StrictInputSerializer):
     dataset = serializers.PrimaryKeyRelatedField(queryset=Dataset.objects.all())
     source = serializers.PrimaryKeyRelatedField(
         queryset=AnswerSource.objects.all(), help_text="A model source with an endpoint (base_url)."
     )
     levels = serializers.DictField(
-        child=serializers.CharField(max_length=recipes.MAX_LEVEL_CHARS),
+        child=serializers.CharField(max_length=factors.MAX_LEVEL_CHARS),
         required=False,
         help_text='Only the dataset\'s questions at these levels, e.g. {"bias": "recency"}: at most '
-        f"{recipes.MAX_FACTORS} factors, whose names have {recipes.KEY_RULE}.",
+        f"{factors.MAX_FACTORS} factors, whose names have {factors.KEY_RULE}.",
     )
 
     def validate_levels(self, levels):
-        if problem := recipes.levels_problem(levels):
+        if problem := factors.levels_problem(levels):
             raise serializers.ValidationError(problem)
         return levels
 
@@ -242,7 +242,7 @@ class PromptRecipeViewSet(
         try:
             job = jobs.start_job(
                 dataset=data["dataset"], source=data["source"], recipe=recipe, levels=data.get("levels") or {},
-                user=request.user,
+                study_id=data["study"], user=request.user,
             )  # fmt: skip
         except jobs.GenerationRefused as refused:
             return Response(

@@ -67,7 +67,7 @@ def recipe_generate(request, pk):
     running = None
     if form.is_valid():
         try:
-            job = jobs.start_job(**form.cleaned_data, recipe=recipe, user=request.user)
+            job = jobs.start_job(**form.job_options(), recipe=recipe, user=request.user)
         except jobs.GenerationRefused as refused:
             form.add_error(None, str(refused))
             running = refused.job

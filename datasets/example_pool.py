@@ -23,9 +23,8 @@ from functools import lru_cache
 from django.db.models import Count, Max
 from django.db.models.fields.json import KeyTextTransform, KeyTransform
 
+from .factors import REFERENCE_LEVEL
 from .models import PromptRecipe, Question
-
-REFERENCE_LEVEL = "none"
 
 
 class ExamplesError(ValueError):

@@ -1,11 +1,31 @@
 from django import forms
 from django.conf import settings
 
-from . import recipe_pages, recipes
+from . import answer_links, recipe_pages, recipes
 from . import variant_pages as variant_registry
 from .importers.questions import FORMATS
 from .models import AnswerSource, Dataset, PromptRecipe
 from .variants import MAX_LIMIT, MAX_SEED, MIN_SEED
+
+
+class StudyChoiceMixin(forms.Form):
+    """A job's or an import's study: each answer it creates or finds then belongs to that study."""
+
+    study = forms.TypedChoiceField(
+        coerce=int, required=False, empty_value=None, choices=[],
+        help_text="The study the answers are for: each answer made or found is linked to it. Empty: no study.",
+    )  # fmt: skip
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["study"].choices = [("", "No study"), *answer_links.study_choices()]
+        self.order_fields([name for name in self.fields if name != "study"] + ["study"])
+
+    def job_options(self) -> dict:
+        """The cleaned data as `start_job` takes it (the study by its id)."""
+        options = dict(self.cleaned_data)
+        options["study_id"] = options.pop("study")
+        return options
 
 
 class UploadForm(forms.Form):
@@ -47,7 +67,7 @@ class QuestionImportForm(UploadForm):
         }
 
 
-class AnswerImportForm(UploadForm):
+class AnswerImportForm(StudyChoiceMixin, UploadForm):
     source = forms.CharField(max_length=200, help_text="Answer source name; created if it does not exist.")
     source_kind = forms.ChoiceField(choices=AnswerSource.Kind.choices, initial=AnswerSource.Kind.IMPORTED)
     model = forms.CharField(required=False, max_length=200)
@@ -63,7 +83,7 @@ class AnswerImportForm(UploadForm):
         data = self.cleaned_data
         keys = ["source", "source_kind", "model", "question_id_column", "question_column", "answer_column"]
         return {**{key: data[key] for key in keys}, "dataset": data["dataset"] or None,
-                "provenance_note": data["provenance_note"]}  # fmt: skip
+                "provenance_note": data["provenance_note"], "study": data["study"]}  # fmt: skip
 
 
 def generating_sources():
@@ -71,7 +91,7 @@ def generating_sources():
     return AnswerSource.objects.filter(kind=AnswerSource.Kind.MODEL).exclude(base_url="").order_by("name")
 
 
-class GenerationForm(forms.Form):
+class GenerationForm(StudyChoiceMixin):
     dataset = forms.ModelChoiceField(queryset=Dataset.objects.order_by("name"))
     source = forms.ModelChoiceField(
         queryset=generating_sources(),
@@ -202,7 +222,7 @@ class LevelsField(forms.CharField):
             raise forms.ValidationError(str(error)) from None
 
 
-class RecipeJobForm(forms.Form):
+class RecipeJobForm(StudyChoiceMixin):
     """A condition: the recipe's source x dataset, optionally only the questions at some factor levels."""
 
     prefix = "job"  # beside the preview form on the recipe's page, which also has a dataset and a source

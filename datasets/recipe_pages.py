@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from config.storable import json_problem
 
-from . import example_pool, recipes
+from . import example_pool, factors, recipes
 from .models import AnswerSource, Dataset, PromptRecipe, Question
 
 # A sample multiple-choice question, the shape of MedQA's (options, answer_idx, answer, meta_info): a recipe's
@@ -37,7 +37,7 @@ EXAMPLES_HELP = (
     'with), "where" ({metadata field: value}: only pool questions with these values), "template" (the example\'s '
     'own text over its fields, e.g. "Answer: {answer}"; instead of the item block and letter) and "replace" '
     "([[old, new], ...], applied in order to the example's text). "
-    f'At most {recipes.MAX_EXAMPLES} examples, {recipes.MAX_FACTORS} "where" fields and '
+    f'At most {recipes.MAX_EXAMPLES} examples, {factors.MAX_FACTORS} "where" fields and '
     f"{recipes.MAX_REPLACE_PAIRS} replace pairs of at most {recipes.MAX_REPLACE_CHARS} characters each."
 )
 
@@ -80,10 +80,10 @@ def example_problem(spec) -> str | None:
     where = spec.get("where", {})
     if not isinstance(where, dict) or not all(isinstance(v, str | int | float) for v in where.values()):
         return '"where" is an object of metadata field → value, e.g. {"kind": "yes"}.'
-    if len(where) > recipes.MAX_FACTORS:
-        return f'"where" names at most {recipes.MAX_FACTORS} fields, not {len(where)}.'
-    if wrong := next((key for key in where if not recipes.plain_key(key)), None):
-        return f'"where" names {wrong[: recipes.MAX_KEY_CHARS]!r}, not a metadata field name ({recipes.KEY_RULE}).'
+    if len(where) > factors.MAX_FACTORS:
+        return f'"where" names at most {factors.MAX_FACTORS} fields, not {len(where)}.'
+    if wrong := next((key for key in where if not factors.plain_key(key)), None):
+        return f'"where" names {wrong[: factors.MAX_KEY_CHARS]!r}, not a metadata field name ({factors.KEY_RULE}).'
     if "template" in spec and not (isinstance(spec["template"], str) and spec["template"].strip()):
         return '"template" is the example\'s text, e.g. "Question: {question}\\nAnswer: {answer}".'
     if "answer" in spec and "template" in spec:
@@ -202,7 +202,7 @@ def parse_levels(text: str) -> dict[str, str]:
         if factor in levels:
             raise LevelsError(f"The factor {factor!r} is given twice.")
         levels[factor] = level
-    if problem := recipes.levels_problem(levels):
+    if problem := factors.levels_problem(levels):
         raise LevelsError(problem)
     return levels
 

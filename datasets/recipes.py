@@ -10,12 +10,11 @@ import re
 from dataclasses import dataclass, field
 
 from . import example_pool
+from .factors import KEY_RULE, MAX_FACTORS, MAX_KEY_CHARS, REFERENCE_LEVEL, level_of, plain_key
 from .models import PromptRecipe, Question
 
 PLACEHOLDER = re.compile(r"\{(\w+)\}")
 LETTERS = "ABCDEFGHIJ"
-# The reference level of a factor a question does not carry (BiasMedQA's unbiased questions).
-REFERENCE_LEVEL = example_pool.REFERENCE_LEVEL
 
 # Bounds on what a recipe may make (issue 17). A real prompt is a few thousand characters; `replace` pairs and
 # templates repeating a field multiply text, so rendering stops with a RecipeError at MAX_PROMPT_CHARS rather
@@ -24,36 +23,10 @@ MAX_PROMPT_CHARS = 1_000_000
 MAX_EXAMPLES = 20
 MAX_REPLACE_PAIRS = 20
 MAX_REPLACE_CHARS = 200  # each text of a pair
-# Factor names and metadata field names end up in queries after `levels__` or `metadata__`, where Django reads
-# `__` as the start of a lookup (`bias__regex`): they must be plain keys.
-KEY = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
-MAX_KEY_CHARS = 100
-KEY_RULE = f"letters, digits, _ and -, starting with a letter, without __, at most {MAX_KEY_CHARS} characters"
-MAX_FACTORS = 20  # factors of a levels filter, keys of an example's `where`
-MAX_LEVEL_CHARS = 200
 
 
 class RecipeError(ValueError):
     """A recipe that cannot render a question: the message says which field and why."""
-
-
-def plain_key(name) -> bool:
-    """Whether `name` may be a factor's or a metadata field's name in a query (see KEY_RULE)."""
-    return isinstance(name, str) and len(name) <= MAX_KEY_CHARS and "__" not in name and bool(KEY.fullmatch(name))
-
-
-def levels_problem(levels) -> str | None:
-    """Why a levels filter ({factor: level}, a job's or a request's) cannot be used, or None."""
-    if not isinstance(levels, dict) or not all(isinstance(level, str) for level in levels.values()):
-        return 'Levels name a factor and a level, e.g. {"bias": "recency"}.'
-    if len(levels) > MAX_FACTORS:
-        return f"At most {MAX_FACTORS} factors, not {len(levels)}."
-    for factor, level in levels.items():
-        if not plain_key(factor):
-            return f"{str(factor)[:MAX_KEY_CHARS]!r} is not a factor name ({KEY_RULE})."
-        if not level or len(level) > MAX_LEVEL_CHARS:
-            return f"The level of {factor} is 1 to {MAX_LEVEL_CHARS} characters."
-    return None
 
 
 def check_keys(recipe: PromptRecipe) -> None:
@@ -94,7 +67,7 @@ class QuestionView:
         return cls(question.text, question.metadata or {}, question.levels or {}, question.external_id)
 
     def level(self, factor: str) -> str:
-        return str(self.levels.get(factor, REFERENCE_LEVEL))
+        return level_of(self.levels, factor)
 
 
 @dataclass(frozen=True)

@@ -3,12 +3,10 @@
 import io
 import logging
 from collections.abc import Iterable
-from datetime import timedelta
 
-from django.conf import settings
 from django.db import transaction
-from django.db.models import Q
-from django.utils import timezone
+
+from jobs.models import task_time_limit
 
 from .importers import ImportRejected, ImportReport
 from .importers.answers import AnswerOptions, import_answers_file
@@ -95,33 +93,25 @@ def run_import_job(*, job_id: int) -> ImportJob | None:
     transaction, so nothing of it was written, and the redelivered task may run it again. A job ends done or
     failed, whatever goes wrong: an unexpected error fails it with a message (the traceback goes to the log).
     """
-    now = timezone.now()
-    stale = now - timedelta(seconds=settings.CELERY_TASK_TIME_LIMIT)
-    claimable = Q(status=ImportJob.Status.PENDING) | Q(status=ImportJob.Status.RUNNING, started_at__lt=stale)
-    claimed = ImportJob.objects.filter(claimable, id=job_id).update(status=ImportJob.Status.RUNNING, started_at=now)
-    if not claimed:
+    if not ImportJob.claim(job_id, stale_after=task_time_limit()):
         return None
     job = ImportJob.objects.get(id=job_id)
     try:
         report = _import_stored_file(job)
     except ImportRejected as rejected:
-        job.status = ImportJob.Status.FAILED
-        job.errors = [error.as_dict() for error in rejected.errors]
+        errors = [error.as_dict() for error in rejected.errors]
         if rejected.omitted:
-            job.errors.append({"line": 0, "message": f"... and {rejected.omitted} more problems not listed"})
+            errors.append({"line": 0, "message": f"... and {rejected.omitted} more problems not listed"})
+        job.fail(errors=errors)
     except Exception as error:
         logger.exception("import job %s failed", job.id)
-        job.status = ImportJob.Status.FAILED
         message = (
             f"The import stopped on an unexpected error ({type(error).__name__}); nothing was imported. "
             "The details are in the server log: tell the administrator."
         )
-        job.errors = [{"line": 0, "message": message}]
+        job.fail(errors=[{"line": 0, "message": message}])
     else:
-        job.status = ImportJob.Status.DONE
-        job.report = report.as_dict()
-    job.finished_at = timezone.now()
-    job.save(update_fields=["status", "errors", "report", "finished_at"])
+        job.finish(report=report.as_dict())
     job.chunks.all().delete()  # The data now lives in the database proper, or was rejected.
     return job
 

@@ -98,7 +98,7 @@ def generate(request):
     running = None
     if request.method == "POST" and form.is_valid():
         try:
-            job = jobs.start_job(**form.cleaned_data, user=request.user)
+            job = jobs.start_job(**form.job_options(), user=request.user)
         except jobs.GenerationRefused as refused:
             form.add_error(None, str(refused))
             running = refused.job

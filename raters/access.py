@@ -5,7 +5,16 @@ from functools import wraps
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 
+from .models import RaterProfile
 from .roles import is_analyst, is_coordinator
+
+
+def rater_profile_or_403(user) -> RaterProfile:
+    """The user's rater profile (with its pool), for pages only raters use."""
+    profile = RaterProfile.objects.select_related("pool").filter(user=user).first()
+    if profile is None:
+        raise PermissionDenied("This page is for raters.")
+    return profile
 
 
 def coordinator_required(view):

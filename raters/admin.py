@@ -1,7 +1,7 @@
 from django.contrib import admin
 from django.db.models import Count, Q
 
-from config.admin_fields import STORABLE_JSON
+from config.admin_fields import STORABLE_JSON, ProtectedFirstAdmin
 
 from .models import DemographicOption, Invitation, RaterBackground, RaterPool, RaterProfile
 
@@ -27,7 +27,7 @@ class RaterBackgroundInline(admin.StackedInline):
 
 
 @admin.register(RaterProfile)
-class RaterProfileAdmin(admin.ModelAdmin):
+class RaterProfileAdmin(ProtectedFirstAdmin):
     list_display = ["pseudonym", "user", "pool", "panel_participant_id", "consented_at", "completed_at",
                     "dropped_out_at", "failed_attention_checks"]  # fmt: skip
     list_filter = ["pool", ("completed_at", admin.EmptyFieldListFilter), ("dropped_out_at", admin.EmptyFieldListFilter)]

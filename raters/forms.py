@@ -25,7 +25,7 @@ class PanelEntryForm(forms.Form):
     PROLIFIC_PID = forms.CharField(max_length=100, validators=[panel_id])
     STUDY_ID = forms.CharField(max_length=100, required=False, validators=[panel_id])
     SESSION_ID = forms.CharField(max_length=100, required=False, validators=[panel_id])
-    # A resume link's signature (services.panel_resume_path); checked by services.resume_token_valid.
+    # A resume link's signature (studies.panel.panel_resume_path); checked by studies.panel.resume_token_valid.
     resume = forms.CharField(max_length=300, required=False)
 
 

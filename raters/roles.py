@@ -9,7 +9,7 @@ from django.contrib.auth.models import Group, Permission
 COORDINATOR = "coordinator"
 ANALYST = "analyst"
 
-PROJECT_APPS = ["datasets", "raters", "studies", "analysis"]
+PROJECT_APPS = ["datasets", "raters", "studies", "analysis", "engine"]
 
 
 def is_coordinator(user) -> bool:

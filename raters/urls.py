@@ -4,9 +4,8 @@ from . import views
 
 app_name = "raters"
 
+# config/urls.py adds the panel flow's pages (studies/panel_urls.py) to this namespace: raters:onboarding,
+# raters:panel_start, raters:panel_done.
 urlpatterns = [
     path("join/<slug:token>/", views.join, name="join"),  # token_urlsafe: the slug alphabet
-    path("onboarding/", views.onboarding, name="onboarding"),
-    path("panel/<int:study_id>/", views.panel_start, name="panel_start"),
-    path("panel/<int:study_id>/done/", views.panel_done, name="panel_done"),
 ]

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 from django.db import transaction
 
+from datasets.importers.answers import check_study, link_imported
 from datasets.importers.errors import ImportRejected, RowError, RowErrors
 from datasets.importers.qpain import QPAIN_DATASET, import_qpain_vignettes
 from datasets.importers.reading import Opener, Source, jsonl_rows, opener_for
@@ -220,8 +221,12 @@ def read_names(source: Source) -> tuple[int, dict[str, str]]:
     return lines, names
 
 
-def import_qpain_outputs(source: Source, filename: str, *, source_name: str = DEFAULT_SOURCE) -> OutputsReport:
+def import_qpain_outputs(
+    source: Source, filename: str, *, source_name: str = DEFAULT_SOURCE, study: int | None = None
+) -> OutputsReport:
+    """Import the file, all or nothing; for a study (its id), each answer created or found is linked to it."""
     opener = opener_for(source)
+    check_study(study, sources=[source_name])
     lines, names = read_names(opener)
     release, description = KNOWN_RELEASES.get(source_name, (f"Q-Pain released outputs of {source_name}", ""))
     report = OutputsReport(rows=lines)
@@ -229,7 +234,7 @@ def import_qpain_outputs(source: Source, filename: str, *, source_name: str = DE
         base = _base_vignettes(report)
         answer_source = _answer_source(source_name, description or f"Q-Pain outputs imported from {filename}.", report)
         variants = _make_variants(base, names, source_name, report)
-        writer = _Writer(answer_source, variants, release, filename, report)
+        writer = _Writer(answer_source, variants, release, filename, report, study)
         errors = RowErrors()
         for batch in batches(_records(opener, errors), lambda record: len(record.text) + len(record.closed_prompt)):
             writer.write(batch)
@@ -325,8 +330,9 @@ def open_prompt(variant: Question) -> str:
 
 class _Writer:
     def __init__(self, source: AnswerSource, variants: dict[str, Question], release: str, filename: str,
-                 report: OutputsReport):  # fmt: skip
+                 report: OutputsReport, study: int | None = None):  # fmt: skip
         self.source = source
+        self.study = study
         self.variants = variants
         self.release = release
         self.filename = filename
@@ -336,6 +342,7 @@ class _Writer:
 
     def write(self, batch: list[OutputRecord]) -> None:
         answers = self._answers(batch)
+        link_imported(self.study, answers.values())
         self._scores(batch, answers)
 
     def _answers(self, batch: list[OutputRecord]) -> dict[int, int]:

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 
 from django.db import transaction
 
+from datasets.factors import REFERENCE_LEVEL
+from datasets.importers.answers import check_study, link_imported
 from datasets.importers.errors import ImportRejected, RowError, RowErrors
 from datasets.importers.questions import MEDQA_DATASET
 from datasets.importers.reading import Opener, Source, csv_rows, is_blank_row, opener_for, text_problem
@@ -33,7 +35,7 @@ RELEASE = "BiasMedQA (cog-bias-med-LLMs @ bee2807d)"
 VARIANT_DATASET = "BiasMedQA (released responses)"
 COLUMNS = ("model", "bias_type", "mitigation", "qid", "answer_idx", "bias_answer_idx", "response", "is_correct",
            "is_correct_raw", "is_correct_source", "source_file")  # fmt: skip
-NO_BIAS = "none"
+NO_BIAS = REFERENCE_LEVEL  # the unbiased question
 LETTERS = frozenset("ABCDE")
 # The released label -> the outcome stored as the `released` score. An empty label (the release has none, but
 # SOURCE.md allows it: a label that could not be normalised) is no clear answer, like the auto-evaluator's NR.
@@ -126,15 +128,19 @@ class _Base:
     questions: dict[str, Question]  # external id (qid) -> question
 
 
-def import_biasmedqa_responses(source: Source, filename: str, *, base_dataset: str = MEDQA_DATASET) -> ReleaseReport:
+def import_biasmedqa_responses(
+    source: Source, filename: str, *, base_dataset: str = MEDQA_DATASET, study: int | None = None
+) -> ReleaseReport:
+    """Import the file, all or nothing; for a study (its id), each answer created or found is linked to it."""
     source = _decompressed(source)
+    check_study(study)
     base = _base(base_dataset)
     checked = _Pass()
     _check_file(source, base, checked)
     report = ReleaseReport(rows=checked.rows)
     with transaction.atomic():
         written = _Pass()
-        writer = _Writer(base, report)
+        writer = _Writer(base, report, study)
         for batch in batches(_rows(source, base, written), _row_size):
             writer.write(batch)
         if written.errors:  # the file changed between the passes
@@ -357,15 +363,17 @@ class _Resolver:
 
 
 class _Writer:
-    def __init__(self, base: _Base, report: ReleaseReport):
+    def __init__(self, base: _Base, report: ReleaseReport, study: int | None = None):
         self.base = base
         self.report = report
+        self.study = study
         self.resolver = _Resolver(base)
         self.counted: set[int] = set()  # hash(variant id) of the variants counted as existing
 
     def write(self, batch: list[ReleaseRow]) -> None:
         variants = self._variants(batch)
         answers = self._answers(batch, variants)
+        link_imported(self.study, answers.values())
         self._scores(batch, answers)
 
     def _variants(self, batch: list[ReleaseRow]) -> dict[str, int]:

@@ -5,10 +5,14 @@ in `question_fields` (and `optional_question_fields`) and of its response it nam
 log-probabilities), and returns a `Reading`: a choice (correct / wrong / non-response) or a number (measured /
 missing). Versions are append-only: a changed rule is a new version registered beside the old one, so scores
 stored under the old version still mean what they said.
+
+A scorer may also read a reference answer found by a named rule (`reads = ANSWER_AND_REFERENCE`), and may read
+a batch of answers at once (`read_batch`): the runner (`services.score_missing`) finds the references and feeds
+the batches.
 """
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -26,6 +30,11 @@ NUMERIC_OUTCOMES = (MEASURED, MISSING)
 
 # Scores imported with a release (its own labels) are stored under this name; never computed here.
 RELEASED = "released"
+# Every score an import of released outputs stores, as (name, version): study files may name them beside the
+# registered scorers (`scoring/release_import.py`: `released`; `scoring/qpain_import.py`: the `released_p_*`).
+IMPORTED_SCORES: frozenset[tuple[str, int]] = frozenset(
+    [(RELEASED, 1), ("released_p_no", 1), ("released_p_yes", 1), ("released_p_high", 1), ("released_p_low", 1)]
+)
 
 
 @dataclass(frozen=True)
@@ -33,6 +42,32 @@ class Reading:
     outcome: str
     value: dict[str, Any] = field(default_factory=dict)
     number: float | None = None  # a numeric scorer's reading (outcome MEASURED); None otherwise
+
+
+# What a scorer reads (scoring/DESIGN.md, "Scorers that read several answers").
+ANSWER = "answer"
+ANSWER_AND_REFERENCE = "answer_and_reference"
+READS = (ANSWER, ANSWER_AND_REFERENCE)
+# Rules that find an answer's reference; each one's lookup is in scoring/references.py.
+SAME_SOURCE_CONDITION_BASE = "same_source_condition_base"  # the same source and settings' answer to the base
+REFERENCE_RULES = (SAME_SOURCE_CONDITION_BASE,)
+
+
+@dataclass(frozen=True)
+class Reply:
+    """What a scorer reads of one answer: its text, whether it was a refusal, and the fields it names."""
+
+    text: str
+    refusal: bool
+    fields: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Pair:
+    """One unit of a batch: the answer, and its reference answer for a scorer that reads one (else None)."""
+
+    answer: Reply
+    reference: Reply | None = None
 
 
 @dataclass(frozen=True)
@@ -44,11 +79,45 @@ class Scorer:
     question_fields: tuple[str, ...]
     # read(text, refusal, fields): `fields` holds the question_fields of the question's metadata and the
     # response_fields of the answer's response_metadata (e.g. `logprobs`), each under its own name.
-    read: Callable[[str, bool, Mapping[str, Any]], Reading]
+    # None for a scorer that reads batches (`read_batch`).
+    read: Callable[[str, bool, Mapping[str, Any]], Reading] | None
     # Keys of the answer's response_metadata the scorer reads; a missing one arrives as None (never skipped).
     response_fields: tuple[str, ...] = ()
     # Keys of the question's metadata the scorer reads when present; a missing one arrives as None (never skipped).
     optional_question_fields: tuple[str, ...] = ()
+    reads: str = ANSWER
+    # The rule that finds the reference answer (REFERENCE_RULES); only with reads = ANSWER_AND_REFERENCE.
+    reference: str | None = None
+    # read_batch(pairs): one Reading per pair, in order (an embedding model reads many texts at once).
+    read_batch: Callable[[Sequence[Pair]], list[Reading]] | None = None
+    # Answers per batch unless the caller says otherwise: large for cheap readings, small for a model.
+    batch_size: int = 2000
+
+    def __post_init__(self) -> None:
+        if self.reads not in READS:
+            raise ValueError(f"scorer {self.name} v{self.version}: reads {self.reads!r}; known: {', '.join(READS)}")
+        if (self.reads == ANSWER_AND_REFERENCE) != (self.reference is not None):
+            raise ValueError(f"scorer {self.name} v{self.version}: a reference rule goes with reads = "
+                             f"{ANSWER_AND_REFERENCE!r}, and only with it")  # fmt: skip
+        if self.reference is not None and self.reference not in REFERENCE_RULES:
+            raise ValueError(f"scorer {self.name} v{self.version}: no reference rule {self.reference!r}; known: "
+                             f"{', '.join(REFERENCE_RULES)}")  # fmt: skip
+        if (self.read is None) == (self.read_batch is None):
+            raise ValueError(f"scorer {self.name} v{self.version}: give exactly one of read and read_batch")
+        if self.reads == ANSWER_AND_REFERENCE and self.read_batch is None:
+            raise ValueError(f"scorer {self.name} v{self.version}: read sees one answer; a reference needs read_batch")
+        if self.batch_size < 1:
+            raise ValueError(f"scorer {self.name} v{self.version}: batch_size must be at least 1")
+
+    def score_batch(self, pairs: Sequence[Pair]) -> list[Reading]:
+        """One reading per pair, in order: the scorer's own batch reading, or its `read` of each answer."""
+        if self.read_batch is not None:
+            readings = list(self.read_batch(pairs))
+            if len(readings) != len(pairs):
+                raise ValueError(f"scorer {self.name} v{self.version} read {len(readings)} of {len(pairs)} answers")
+            return readings
+        assert self.read is not None  # __post_init__: one of the two
+        return [self.read(pair.answer.text, pair.answer.refusal, pair.answer.fields) for pair in pairs]
 
 
 LETTERS = frozenset("ABCDE")
@@ -196,10 +265,54 @@ SAID_NO_V1 = Scorer(
     read=read_said_no_v1,
 )
 
+WORD = re.compile(r"[^\W_]+")  # a run of letters or digits: "don't" is "don" and "t"
+
+
+def words(text: str) -> set[str]:
+    """The set of lower-cased words of a text."""
+    return set(WORD.findall(text.lower()))
+
+
+def read_word_overlap(pair: Pair) -> Reading:
+    """Jaccard overlap |A & B| / |A | B| of the answer's and its reference's lower-cased word sets.
+
+    A refusal is read as its text like any answer; an answer or reference without a word is missing.
+    """
+    if pair.reference is None:  # the runner always gives a two-answer scorer its reference
+        return Reading(MISSING, {"reason": "no reference answer"})
+    answer, reference = words(pair.answer.text), words(pair.reference.text)
+    if not answer:
+        return Reading(MISSING, {"reason": "the answer has no words"})
+    if not reference:
+        return Reading(MISSING, {"reason": "the reference answer has no words"})
+    shared, every = len(answer & reference), len(answer | reference)
+    return Reading(MEASURED, {"shared_words": shared, "all_words": every}, shared / every)
+
+
+def read_word_overlap_v1(pairs: Sequence[Pair]) -> list[Reading]:
+    return [read_word_overlap(pair) for pair in pairs]
+
+
+# A stand-in for ContextSRH's cosine similarity of sentence embeddings (which comes with its issue): the same
+# shape, a reading of an answer against its source's answer to the base question under the same settings.
+WORD_OVERLAP_V1 = Scorer(
+    name="word_overlap",
+    version=1,
+    description="Stand-in for ContextSRH's embedding similarity: Jaccard overlap of the lower-cased word sets of "
+    "the answer and the same source and settings' answer to its base question; missing without a base question "
+    "or without words.",
+    question_fields=(),
+    read=None,
+    reads=ANSWER_AND_REFERENCE,
+    reference=SAME_SOURCE_CONDITION_BASE,
+    read_batch=read_word_overlap_v1,
+    batch_size=64,
+)
+
 # (name, version) -> scorer. Append only: never change a registered version's rule.
 SCORERS: dict[tuple[str, int], Scorer] = {
     (scorer.name, scorer.version): scorer
-    for scorer in (LETTER_V1, LETTER_V2, P_NO_V1, P_YES_V1, P_HIGH_V1, P_LOW_V1, SAID_NO_V1)
+    for scorer in (LETTER_V1, LETTER_V2, P_NO_V1, P_YES_V1, P_HIGH_V1, P_LOW_V1, SAID_NO_V1, WORD_OVERLAP_V1)
 }
 
 

@@ -24,5 +24,5 @@ if [ $# -eq 0 ]; then
   echo "Again on SQLite (the demo's embedded default):"
   DATABASE_URL="" VAR_DIR="$(mktemp -d)" .venv/bin/python -m pytest -q -p no:cacheprovider \
     -m "not integration and not browser and not postgresql" \
-    tests/datasets/test_seed_demo.py tests/studies tests/raters/test_panel_flow.py
+    tests/datasets/test_seed_demo.py tests/studies
 fi

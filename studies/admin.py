@@ -2,22 +2,26 @@ from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
 from django.db.models import Count
 
-from config.admin_fields import STORABLE_JSON
+from config.admin_fields import STORABLE_JSON, ProtectedFirstAdmin, ViewOnlyAdmin
 
-from .models import Assignment, Rating, Rubric, RubricVersion, Study, StudyItem, StudyPool
+from .models import (
+    Assignment,
+    Judge,
+    JudgeRating,
+    JudgeReply,
+    Rating,
+    Rubric,
+    RubricVersion,
+    Study,
+    StudyAnswer,
+    StudyItem,
+    StudyJudge,
+    StudyPool,
+)
 
 
-class RatingsProtectedAdmin(admin.ModelAdmin):
-    """Deleting rows that ratings hang on is refused as 'protected', not as 'you may not delete ratings'
-    (which would suggest someone else could): ratings are never deleted, only ever protected."""
-
+class RatingsProtectedAdmin(ProtectedFirstAdmin):
     formfield_overrides = STORABLE_JSON
-
-    def get_deleted_objects(self, objs, request):
-        deleted, counts, perms_needed, protected = super().get_deleted_objects(objs, request)
-        if protected:
-            perms_needed.discard(Rating._meta.verbose_name)
-        return deleted, counts, perms_needed, protected
 
 
 class RubricVersionInline(admin.TabularInline):
@@ -72,12 +76,19 @@ class StudyPoolInline(admin.TabularInline):
     extra = 1
 
 
+class StudyJudgeInline(admin.TabularInline):
+    """The judges the study holds (its file's `judges`): one of another rubric version is refused (`clean`)."""
+
+    model = StudyJudge
+    extra = 0
+
+
 @admin.register(Study)
 class StudyAdmin(RatingsProtectedAdmin):
     list_display = ["name", "rubric_version", "item_count", "locked_at", "created_at"]
     list_filter = ["rubric_version__rubric__kind"]
     search_fields = ["name", "description"]
-    inlines = [StudyPoolInline]
+    inlines = [StudyPoolInline, StudyJudgeInline]
 
     def get_queryset(self, request):
         return super().get_queryset(request).select_related("rubric_version__rubric").annotate(n_items=Count("items"))
@@ -92,6 +103,25 @@ class StudyAdmin(RatingsProtectedAdmin):
     @admin.display(description="Items", ordering="n_items")
     def item_count(self, obj):
         return obj.n_items
+
+
+@admin.register(StudyAnswer)
+class StudyAnswerAdmin(admin.ModelAdmin):
+    """Which answers belong to which study, and how: written by jobs, imports and items only, never by hand."""
+
+    list_display = ["id", "study", "answer", "via", "added_at"]
+    list_filter = ["via", "study"]
+    list_select_related = ["study", "answer__question", "answer__source"]
+    search_fields = ["answer__question__external_id", "answer__source__name"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
 
 
 @admin.register(StudyItem)
@@ -125,7 +155,7 @@ class AssignmentAdmin(RatingsProtectedAdmin):
 
 
 @admin.register(Rating)
-class RatingAdmin(admin.ModelAdmin):
+class RatingAdmin(ViewOnlyAdmin):  # an audit trail: raters add ratings (a revision adds a row), nothing else
     list_display = ["id", "assignment", "rubric_version", "revision", "is_current", "attention_check_passed",
                     "active_seconds", "submitted_at"]  # fmt: skip
     list_filter = ["is_current", "attention_check_passed", "rubric_version", "assignment__item__study"]
@@ -133,12 +163,35 @@ class RatingAdmin(admin.ModelAdmin):
     list_select_related = ["assignment__rater", "rubric_version__rubric"]
     raw_id_fields = ["assignment"]
 
-    # Ratings are an audit trail: raters add them (a revision adds a row), nothing is edited or deleted here.
-    def has_add_permission(self, request):
-        return False
 
-    def has_change_permission(self, request, obj=None):
-        return False
+@admin.register(Judge)
+class JudgeAdmin(admin.ModelAdmin):
+    formfield_overrides = STORABLE_JSON  # shown fields and examples typed here pass the storable check
+    list_display = ["name", "source", "rubric_version", "repeats", "created_at"]
+    list_select_related = ["source", "rubric_version__rubric"]
+    search_fields = ["name"]
+
+    def get_readonly_fields(self, request, obj=None):
+        # What a judge asks is part of what its replies mean (Judge.save refuses a change too).
+        if obj is not None and obj.replies.exists():
+            return ["source", "rubric_version", "instructions", "shown_fields", "examples"]
+        return []
 
     def has_delete_permission(self, request, obj=None):
-        return False
+        return obj is None or not obj.replies.exists()
+
+
+@admin.register(JudgeReply)
+class JudgeReplyAdmin(ViewOnlyAdmin):  # judge replies and ratings: an audit trail (DESIGN.md, "Judges")
+    list_display = ["id", "judge", "item", "repeat", "swap_answers", "model", "latency_ms", "received_at"]
+    list_filter = ["judge", "item__study"]
+    list_select_related = ["judge"]
+    raw_id_fields = ["item"]
+
+
+@admin.register(JudgeRating)
+class JudgeRatingAdmin(ViewOnlyAdmin):  # judge replies and ratings: an audit trail (DESIGN.md, "Judges")
+    list_display = ["id", "judge", "item", "repeat", "rubric_version", "swap_answers", "submitted_at"]
+    list_filter = ["judge", "item__study"]
+    list_select_related = ["judge", "rubric_version__rubric"]
+    raw_id_fields = ["item", "reply"]

@@ -21,9 +21,12 @@ from raters.services import onboarding_step
 
 from . import services
 from .access import own_assignment_or_404
-from .exports import ExportError, csv_download_response
+from .exports import NO_RATINGS_TO_EXPORT, ExportError, csv_download_response
+from .judge_progress import held_judges_with_counts
 from .models import Assignment, Rating, RubricKind, RubricVersion, Study, StudyItem, StudyPool
-from .rubrics import rating_form
+from .release import study_table
+from .rubric_schema import json_schema
+from .rubrics import assignment_context, check_answers
 
 
 class StudyLockedError(APIException):
@@ -49,11 +52,14 @@ class StaleTransitionError(APIException):
 
 class RubricVersionSerializer(serializers.ModelSerializer):
     rubric = serializers.CharField(source="rubric.name", read_only=True)
-    kind = serializers.ChoiceField(source="rubric.kind", choices=RubricKind.choices, read_only=True)
+    kind = serializers.ChoiceField(source="rubric.kind", choices=RubricKind.choices, read_only=True,
+                                   help_text="A label of the rubric (nothing depends on it); see display.")  # fmt: skip
+    display = serializers.CharField(read_only=True, help_text="What an item shows: one_answer, two_answers, "
+                                    "two_questions.")  # fmt: skip
 
     class Meta:
         model = RubricVersion
-        fields = ["id", "rubric", "kind", "number"]
+        fields = ["id", "rubric", "kind", "display", "number"]
         read_only_fields = fields
 
 
@@ -73,10 +79,30 @@ class StudyPoolSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
+STUDY_KIND = {"source": "rubric_version.rubric.kind", "choices": RubricKind.choices, "read_only": True,
+              "allow_null": True, "help_text": "The rubric's label (empty without a rubric); see display."}  # fmt: skip
+STUDY_DISPLAY_HELP = "What each item shows: one_answer, two_answers, two_questions (empty without a rubric)."
+
+
+class StudyJudgeSerializer(serializers.Serializer):
+    """A judge the study holds, with its replies to the study's items so far."""
+
+    name = serializers.CharField(source="judge.name", read_only=True)
+    source = serializers.CharField(source="judge.source.name", read_only=True, help_text="The model source asked.")
+    repeats = serializers.IntegerField(source="judge.repeats", read_only=True, help_text="Replies per item.")
+    replied = serializers.IntegerField(read_only=True, help_text="Replies to the study's items, valid or not.")
+    rated = serializers.IntegerField(read_only=True, help_text="Valid replies, stored as ratings.")
+
+
 class StudySerializer(serializers.ModelSerializer):
-    kind = serializers.ChoiceField(choices=RubricKind.choices, read_only=True)
-    rubric_version = RubricVersionSerializer(read_only=True)
+    kind = serializers.ChoiceField(**STUDY_KIND)
+    display = serializers.CharField(read_only=True, help_text=STUDY_DISPLAY_HELP)
+    scorers_only = serializers.BooleanField(
+        source="is_scorers_only", read_only=True, help_text="No rubric: nobody rates its answers (no items or ratings)."
+    )
+    rubric_version = RubricVersionSerializer(read_only=True, allow_null=True)
     pools = StudyPoolSerializer(source="study_pools", many=True, read_only=True)
+    judges = StudyJudgeSerializer(source="study_judges", many=True, read_only=True)
     item_count = serializers.IntegerField(read_only=True)
     attention_check_count = serializers.IntegerField(read_only=True)
     assignment_count = serializers.IntegerField(read_only=True, help_text="Assignments not withdrawn.")
@@ -84,9 +110,9 @@ class StudySerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Study
-        fields = ["id", "name", "description", "kind", "rubric_version", "instructions", "pools", "item_count",
-                  "attention_check_count", "assignment_count", "submitted_count", "locked_at",
-                  "claim_timeout_minutes", "unstarted_claim_timeout_minutes", "created_at"]  # fmt: skip
+        fields = ["id", "name", "description", "kind", "display", "scorers_only", "rubric_version", "instructions",
+                  "pools", "judges", "item_count", "attention_check_count", "assignment_count", "submitted_count",
+                  "locked_at", "claim_timeout_minutes", "unstarted_claim_timeout_minutes", "created_at"]  # fmt: skip
         read_only_fields = fields
 
 
@@ -114,37 +140,42 @@ class StudyItemSerializer(serializers.ModelSerializer):
 
 
 class ItemContentSerializer(serializers.Serializer):
-    """What the rater reads. Pairwise answers are in the rater's display order; no answer's source is named."""
+    """What the rater reads. Two answers are in the rater's display order; no answer's source is named."""
 
-    question = serializers.CharField(allow_null=True, help_text="Independent and pairwise items.")
-    answer = serializers.CharField(allow_null=True, help_text="Independent items.")
-    question_1 = serializers.CharField(allow_null=True, help_text="Counterfactual items.")
-    question_2 = serializers.CharField(allow_null=True, help_text="Counterfactual items.")
-    answer_1 = serializers.CharField(allow_null=True, help_text="Pairwise and counterfactual items.")
-    answer_2 = serializers.CharField(allow_null=True, help_text="Pairwise and counterfactual items.")
+    question = serializers.CharField(allow_null=True, help_text="Items showing one answer or two answers.")
+    answer = serializers.CharField(allow_null=True, help_text="Items showing one answer.")
+    question_1 = serializers.CharField(allow_null=True, help_text="Items showing two questions.")
+    question_2 = serializers.CharField(allow_null=True, help_text="Items showing two questions.")
+    answer_1 = serializers.CharField(allow_null=True, help_text="Items showing two answers or two questions.")
+    answer_2 = serializers.CharField(allow_null=True, help_text="Items showing two answers or two questions.")
+    groups = serializers.ListField(
+        child=serializers.CharField(), help_text="The item's factor groups (options of questions asked over them)."
+    )
 
 
 def item_content(assignment: Assignment) -> dict:
     item = assignment.item
     content = dict.fromkeys(ItemContentSerializer._declared_fields)
-    kind = item.study.kind
-    if kind == RubricKind.INDEPENDENT:
+    display = item.study.display
+    if display == "one_answer":
         content.update(question=item.answer.question.text, answer=item.answer.text)
-    elif kind == RubricKind.PAIRWISE:
+    elif display == "two_answers":
         first, second = assignment.displayed_answers()
         content.update(question=item.question.text, answer_1=first.text, answer_2=second.text)
-    else:
+    elif display == "two_questions":
         content.update(question_1=item.pair.question_1.text, question_2=item.pair.question_2.text,
                        answer_1=item.answer_1.text, answer_2=item.answer_2.text)  # fmt: skip
+    content["groups"] = [key for key, _ in assignment_context(assignment).groups]
     return content
 
 
 class AssignmentStudySerializer(serializers.ModelSerializer):
-    kind = serializers.ChoiceField(choices=RubricKind.choices, read_only=True)
+    kind = serializers.ChoiceField(**STUDY_KIND)
+    display = serializers.CharField(read_only=True, help_text=STUDY_DISPLAY_HELP)
 
     class Meta:
         model = Study
-        fields = ["id", "name", "kind", "instructions", "locked_at"]
+        fields = ["id", "name", "kind", "display", "instructions", "locked_at"]
         read_only_fields = fields
 
 
@@ -177,10 +208,17 @@ class AssignmentSerializer(serializers.ModelSerializer):
 
 class AssignmentDetailSerializer(AssignmentSerializer):
     rubric = RubricDefinitionSerializer(source="item.study.rubric_version", read_only=True)
+    answers_schema = serializers.SerializerMethodField(
+        help_text="JSON Schema of the rating's values for this item (the rubric's questions, the item's groups)."
+    )
 
     class Meta(AssignmentSerializer.Meta):
-        fields = [*AssignmentSerializer.Meta.fields, "rubric"]
+        fields = [*AssignmentSerializer.Meta.fields, "rubric", "answers_schema"]
         read_only_fields = fields
+
+    @extend_schema_field(serializers.DictField())
+    def get_answers_schema(self, assignment) -> dict:
+        return json_schema(assignment.item.study.rubric_version.definition, assignment_context(assignment))
 
 
 TEAM_ORDER_HELP = "Study team only: true when the item's answer 2 is shown as 'Answer 1'."
@@ -204,23 +242,20 @@ class TeamAssignmentDetailSerializer(AssignmentDetailSerializer):
 
 class RatingInputSerializer(serializers.Serializer):
     values = serializers.DictField(
-        help_text="The answers, keyed as in the rubric's form: e.g. bias_presence, dimensions (a list), "
-        "other_text, comment. Validated by the same rules as the rating page."
+        help_text="The answers, keyed by the rubric's question keys: a choice as its option key, a multiple "
+        "choice as a list of keys, a scale as a number, text as a string, quotes as a list of {quote, score}. "
+        "Validated by the same rules as the rating page; the assignment's `answers_schema` is their JSON Schema."
     )
     active_seconds = serializers.FloatField(
         min_value=0, default=0, help_text="Time the item was on screen and in use, as measured by the client."
     )
 
     def validate_values(self, values: dict) -> dict:
-        for name, value in values.items():
-            if not (isinstance(value, str) or (isinstance(value, list) and all(isinstance(v, str) for v in value))):
-                raise serializers.ValidationError({name: ["Send a string, or a list of strings."]})
-        form = rating_form(self.context["rubric_version"], data=values)
-        if not form.is_valid():
-            errors = {"non_field_errors" if name == "__all__" else name: messages
-                      for name, messages in form.errors.items()}  # fmt: skip
+        # The rating page's own form and validator (rubric_schema.validate), for this assignment's item.
+        cleaned, errors = check_answers(self.context["rubric_version"], values, self.context["item"])
+        if errors:
             raise serializers.ValidationError(errors)
-        return form.values()
+        return cleaned
 
     def validate_active_seconds(self, seconds: float) -> float:
         # Unverifiable from here, so held to the ceiling the rating page applies to one page view.
@@ -302,7 +337,10 @@ class StudyViewSet(viewsets.ReadOnlyModelViewSet):
     lookup_value_converter = "int"
     queryset = (
         Study.objects.select_related("rubric_version__rubric")
-        .prefetch_related(Prefetch("study_pools", queryset=StudyPool.objects.select_related("pool")))
+        .prefetch_related(
+            Prefetch("study_pools", queryset=StudyPool.objects.select_related("pool")),
+            Prefetch("study_judges", queryset=held_judges_with_counts()),
+        )
         .annotate(
             item_count=Count("items", distinct=True),
             attention_check_count=Count("items", filter=Q(items__is_attention_check=True), distinct=True),
@@ -321,8 +359,10 @@ class StudyViewSet(viewsets.ReadOnlyModelViewSet):
     @action(detail=True, methods=["get"], url_path="export")
     def export(self, request, pk=None):
         study = get_object_or_404(Study.objects.select_related("rubric_version__rubric"), pk=pk)
+        if study.is_scorers_only:
+            raise ExportConflict(NO_RATINGS_TO_EXPORT)
         try:
-            return csv_download_response(study.kind, study)
+            return csv_download_response(study_table(study), study)
         except ExportError as error:
             raise ExportConflict(str(error)) from None
 
@@ -423,7 +463,8 @@ class AssignmentViewSet(viewsets.ReadOnlyModelViewSet):
             raise PermissionDenied("Finish onboarding before rating.")
         if study.is_locked:
             raise StudyLockedError
-        rating_input = RatingInputSerializer(data=request.data, context={"rubric_version": study.rubric_version})
+        context = {"rubric_version": study.rubric_version, "item": assignment_context(assignment)}
+        rating_input = RatingInputSerializer(data=request.data, context=context)
         rating_input.is_valid(raise_exception=True)
         try:
             rating = services.submit_rating(assignment=assignment, **rating_input.validated_data)

@@ -6,7 +6,12 @@ class StudiesConfig(AppConfig):
     name = "studies"
 
     def ready(self) -> None:
+        from datasets import answer_links
+
         from .audit import install_audit_guards
+        from .membership import StudyLinks
+
+        answer_links.register(StudyLinks())
 
         # After every migrate: a migration may have rebuilt a guarded table (SQLite), dropping its triggers.
         post_migrate.connect(install_audit_guards, sender=self, dispatch_uid="studies.install_audit_guards")

@@ -20,7 +20,7 @@ from django.utils import timezone
 from datasets.models import Answer, CounterfactualPair
 from raters.models import RaterProfile
 
-from .models import Assignment, RubricKind, Slot, Study, StudyItem
+from .models import SCORERS_ONLY_ITEMS, Assignment, Slot, Study, StudyItem
 from .transitions import StaleTransition, hold_study_open, lock_assignment
 
 BATCH = 5000
@@ -33,24 +33,39 @@ class AssignmentError(Exception):
     """A request the assignment rules forbid, in words for the coordinator."""
 
 
+# What an item is made of, per rubric display: (fewest, most answer sources, the rule in words, what a
+# study with no items lacked).
+SOURCES = {
+    "one_answer": (1, None, "A study of single answers needs at least one answer source.",
+                   "The chosen sources have no answers to these datasets' questions"),
+    "two_answers": (2, 2, "A study of two answers side by side compares exactly two answer sources.",
+                    "The two sources never answered the same question of these datasets"),
+    "two_questions": (1, 1, "A study of two questions uses the answers of exactly one source to both.",
+                      "The source did not answer both questions of any counterfactual pair of these datasets"),
+}  # fmt: skip
+
+
 # --- Items ---------------------------------------------------------------------------------------
 
 
 def build_items(*, study: Study, dataset_ids: list[int], source_ids: list[int]) -> int:
     """Create the study's items from datasets x answer sources; returns how many were new.
 
-    independent: one item per answer of the sources; pairwise: one per question answered by both of
-    exactly two sources; counterfactual: one per pair whose two questions the (one) source answered.
+    As the rubric's display says: one answer: one item per answer of the sources; two answers: one per
+    question answered by both of exactly two sources; two questions: one per pair whose two questions the
+    (one) source answered.
     When a source answered a question several times (other settings), its latest answer is used.
     """
+    if study.is_scorers_only:
+        raise AssignmentError(SCORERS_ONLY_ITEMS)
     latest = _latest_answers(dataset_ids, source_ids)
-    kind = study.kind
-    if kind == RubricKind.INDEPENDENT:
+    display = study.display
+    if display == "one_answer":
         existing = set(study.items.values_list("answer_id", flat=True))
         new = [StudyItem(study=study, answer_id=a) for (_, _), a in sorted(latest.items()) if a not in existing]
-    elif kind == RubricKind.PAIRWISE:
+    elif display == "two_answers":
         if len(source_ids) != 2:
-            raise AssignmentError("A pairwise study compares exactly two answer sources.")
+            raise AssignmentError(SOURCES[display][2])
         first, second = source_ids
         existing = set(study.items.values_list("answer_1_id", "answer_2_id"))
         questions = sorted({q for q, _ in latest})
@@ -61,9 +76,9 @@ def build_items(*, study: Study, dataset_ids: list[int], source_ids: list[int]) 
             and (q, second) in latest
             and (latest[(q, first)], latest[(q, second)]) not in existing
         ]
-    else:
+    elif display == "two_questions":
         if len(source_ids) != 1:
-            raise AssignmentError("A counterfactual study uses the answers of one source to both questions.")
+            raise AssignmentError(SOURCES[display][2])
         [source] = source_ids
         existing = set(study.items.values_list("pair_id", flat=True))
         pairs = CounterfactualPair.objects.filter(dataset_id__in=dataset_ids).order_by("id")
@@ -77,7 +92,11 @@ def build_items(*, study: Study, dataset_ids: list[int], source_ids: list[int]) 
             for p in pairs.only("id", "question_1_id", "question_2_id")
             if p.id not in existing and (p.question_1_id, source) in latest and (p.question_2_id, source) in latest
         ]
-    StudyItem.objects.bulk_create(new, batch_size=BATCH)
+    else:
+        raise AssignmentError(f"The study's rubric shows {display!r}, which is not a way items are made.")
+    with transaction.atomic():  # bulk_create skips save(): the items' answers are linked here, with them
+        StudyItem.objects.bulk_create(new, batch_size=BATCH)
+        StudyItem.link_answers(new)
     create_slots(study=study)
     return len(new)
 
@@ -148,7 +167,7 @@ class DisplayOrders:
     """
 
     def __init__(self, study: Study, item_ids, rater_ids, *, lock: bool = True):
-        self.pairwise = study.kind == RubricKind.PAIRWISE
+        self.pairwise = study.display == "two_answers"  # only two answers side by side have an order
         self.by_item: dict[int, int] = defaultdict(int)  # shown swapped minus shown as stored
         self.by_rater: dict[int, int] = defaultdict(int)
         if not self.pairwise:
@@ -345,7 +364,7 @@ def claim_items(*, study: Study, rater: RaterProfile, count: int = 1, now=None) 
             .order_by("index", "shuffle_key")
         )
         candidates = list(free.values_list("id", "item_id", "index")[: count * 4])
-        if study.kind == RubricKind.PAIRWISE:
+        if study.display == "two_answers":
             candidates = _evening_the_claimer_first(study, rater.id, candidates)
         chosen, items = [], set()
         for slot_id, item_id, index in candidates:

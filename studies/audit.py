@@ -4,7 +4,9 @@
 - changing any column of a rating, except retiring it (is_current from true to false, as a revision does),
 - changing a study's lock once set, or its rubric version once locked,
 - moving an assignment that has ratings to another rater or item,
-- changing what a rated item shows (its study, answers, question or pair).
+- changing what a rated item shows (its study, answers, question or pair), rated by a person or replied to by
+  a judge,
+- changing or deleting a judge's reply or rating at all (PostgreSQL; on SQLite changing, as for ratings).
 
 They are (re)installed after every `migrate`, not in a migration: SQLite alters a table by rebuilding it,
 which drops the table's triggers, and the rating guard on SQLite names the table's columns.
@@ -19,11 +21,14 @@ RATING_MESSAGE = "ratings are an audit trail: a rating is never deleted or chang
 LOCK_MESSAGE = "the study is locked: its lock and rubric version cannot change"
 ASSIGNMENT_MESSAGE = "the assignment has ratings (an audit trail): its rater and item cannot change"
 ITEM_MESSAGE = "the item has ratings (an audit trail): its study, answers, question and pair cannot change"
-TABLES = {"studies_rating", "studies_study", "studies_assignment", "studies_studyitem"}
+JUDGE_MESSAGE = "judge replies and ratings are an audit trail: they are never deleted or changed"
+JUDGE_TABLES = ["studies_judgereply", "studies_judgerating"]
+TABLES = {"studies_rating", "studies_study", "studies_assignment", "studies_studyitem", *JUDGE_TABLES}
 ITEM_COLUMNS = ["study_id", "answer_id", "question_id", "pair_id", "answer_1_id", "answer_2_id"]
 ITEM_RATED = (
     "EXISTS (SELECT 1 FROM studies_rating JOIN studies_assignment ON studies_assignment.id = "
-    "studies_rating.assignment_id WHERE studies_assignment.item_id = OLD.id)"
+    "studies_rating.assignment_id WHERE studies_assignment.item_id = OLD.id) "
+    "OR EXISTS (SELECT 1 FROM studies_judgereply WHERE studies_judgereply.item_id = OLD.id)"
 )
 
 POSTGRESQL = [
@@ -82,6 +87,19 @@ POSTGRESQL = [
     WHEN ({" OR ".join(f"NEW.{column} IS DISTINCT FROM OLD.{column}" for column in ITEM_COLUMNS)})
     EXECUTE FUNCTION studies_studyitem_rated_stays()
     """,
+    f"""
+    CREATE OR REPLACE FUNCTION studies_judge_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        RAISE EXCEPTION '{JUDGE_MESSAGE} (% %)', TG_TABLE_NAME, OLD.id USING ERRCODE = '{REFUSED}';
+    END $$
+    """,
+    *(
+        f"""
+        CREATE OR REPLACE TRIGGER {table}_append_only BEFORE UPDATE OR DELETE ON {table}
+        FOR EACH ROW EXECUTE FUNCTION studies_judge_append_only()
+        """
+        for table in JUDGE_TABLES
+    ),
 ]
 
 
@@ -120,6 +138,17 @@ def sqlite_statements() -> list[str]:
         WHEN ({" OR ".join(f"NEW.{column} IS NOT OLD.{column}" for column in ITEM_COLUMNS)}) AND {ITEM_RATED}
         BEGIN SELECT RAISE(ABORT, '{ITEM_MESSAGE}'); END
         """,
+        *(
+            statement
+            for table in JUDGE_TABLES
+            for statement in (
+                f"DROP TRIGGER IF EXISTS {table}_append_only",
+                f"""
+                CREATE TRIGGER {table}_append_only BEFORE UPDATE ON {table} FOR EACH ROW
+                BEGIN SELECT RAISE(ABORT, '{JUDGE_MESSAGE}'); END
+                """,
+            )
+        ),
     ]
 
 

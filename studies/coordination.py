@@ -7,8 +7,8 @@ from django.utils import timezone
 
 from raters.models import RaterPool, RaterProfile
 
-from .assignment import LOCKED, AssignmentError, build_items
-from .models import Assignment, RubricKind, RubricVersion, Slot, Study, StudyPool
+from .assignment import LOCKED, SOURCES, AssignmentError, build_items
+from .models import Assignment, RubricVersion, Slot, Study, StudyPool
 from .transitions import current_study_lock, hold_study_open
 
 
@@ -17,13 +17,6 @@ class PoolSetting:
     pool: RaterPool
     replication: int
     items_per_rater: int | None = None
-
-
-NO_ITEMS = {
-    RubricKind.INDEPENDENT: "The chosen sources have no answers to these datasets' questions",
-    RubricKind.PAIRWISE: "The two sources never answered the same question of these datasets",
-    RubricKind.COUNTERFACTUAL: "The source did not answer both questions of any counterfactual pair of these datasets",
-}
 
 
 def create_study(
@@ -43,7 +36,7 @@ def create_study(
             for p in pools
         )
         if build_items(study=study, dataset_ids=dataset_ids, source_ids=source_ids) == 0:
-            raise AssignmentError(f"{NO_ITEMS[study.kind]}: there would be nothing to rate.")
+            raise AssignmentError(f"{SOURCES[study.display][3]}: there would be nothing to rate.")
     return study
 
 

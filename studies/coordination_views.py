@@ -7,18 +7,21 @@ import tempfile
 from pathlib import Path
 
 from django.contrib import messages
-from django.http import FileResponse
+from django.http import FileResponse, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.text import slugify
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from raters.access import coordinator_required, study_team_required
-from raters.services import RESUME_LINK_DAYS, is_panel_participant_of, panel_resume_path
 
 from . import coordination, dashboard, exports
 from .assignment import LOCKED, AssignmentError, AssignReport, assign_study, reassign_assignment, withdraw_assignment
-from .forms import AssignForm, LockForm, ReassignForm, StudyForm, reassign_candidates
+from .forms import AssignForm, LockForm, ReassignForm, StudyFileForm, StudyForm, reassign_candidates
 from .models import Assignment, Study
+from .panel import RESUME_LINK_DAYS, is_panel_participant_of, panel_resume_path
+from .release import study_table
+from .study_files import StudyRefused, decode_file, describe, export_study, load_study_text
+from .study_yaml import StudyFileError
 from .transitions import StaleTransition
 
 OPEN = [Assignment.Status.ASSIGNED, Assignment.Status.STARTED]
@@ -54,6 +57,27 @@ def study_create(request):
     return render(request, "coordination/study_form.html", {"form": form}, status=status)
 
 
+@require_http_methods(["GET", "POST"])
+@coordinator_required
+def study_file_upload(request):
+    """Load a study file: every problem with its line and key on the page, and nothing created; else the study."""
+    form = StudyFileForm(request.POST or None, request.FILES or None)
+    problems: list = []
+    if request.method == "POST" and form.is_valid():
+        try:
+            text = decode_file(form.cleaned_data["file"].read())
+            loaded = load_study_text(text, new_version=form.cleaned_data["new_version"])
+        except StudyFileError as error:
+            problems = error.problems
+        except StudyRefused as refused:
+            form.add_error(None, f"Refused: {refused}.")
+        else:
+            messages.success(request, f"Study file loaded: {describe(loaded)}.")
+            return redirect("coordination:dashboard", loaded.study.pk)
+    status = 400 if form.errors or problems else 200
+    return render(request, "coordination/study_file.html", {"form": form, "problems": problems}, status=status)
+
+
 @require_GET
 @study_team_required
 def study_dashboard(request, pk):
@@ -65,8 +89,10 @@ def study_dashboard(request, pk):
 def export_csv(request, pk):
     """The study's current ratings in the release format, streamed (memory does not grow with the rows)."""
     study = _study_or_404(pk)
+    if study.is_scorers_only:
+        return _export_refused(request, study, exports.NO_RATINGS_TO_EXPORT)
     try:
-        return exports.csv_download_response(study.kind, study)
+        return exports.csv_download_response(study_table(study), study)
     except exports.ExportError as error:
         return _export_refused(request, study, error)
 
@@ -76,6 +102,8 @@ def export_csv(request, pk):
 def export_workbook(request, pk):
     """The release workbook (three sheets), written to a temporary file in write-only mode, then streamed."""
     study = _study_or_404(pk)
+    if study.is_scorers_only:
+        return _export_refused(request, study, exports.NO_RATINGS_TO_EXPORT)
     with tempfile.NamedTemporaryFile(suffix=".xlsx", delete=False) as handle:
         path = Path(handle.name)
     try:
@@ -87,6 +115,17 @@ def export_workbook(request, pk):
     path.unlink()  # the open file stays readable until the response closes it
     name = f"{slugify(study.name) or f'study-{study.pk}'}-equitymedqa_ratings.xlsx"
     return FileResponse(workbook, as_attachment=True, filename=name)
+
+
+@require_GET
+@study_team_required
+def export_study_file(request, pk):
+    """The study's definition as its YAML study file (what export_study writes)."""
+    study = _study_or_404(pk)
+    response = HttpResponse(export_study(study), content_type="application/yaml; charset=utf-8")
+    name = slugify(study.name) or f"study-{study.pk}"
+    response["Content-Disposition"] = f'attachment; filename="{name}.yaml"'
+    return response
 
 
 def _export_refused(request, study, error):

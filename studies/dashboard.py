@@ -15,6 +15,8 @@ from django.utils import timezone
 
 from raters.models import RaterProfile
 
+from .answer_progress import AnswerProgress, answer_progress
+from .judge_progress import JudgeProgress, judge_progress
 from .models import Assignment, Rating, Study, StudyItem, StudyPool
 
 SUBMITTED = Assignment.Status.SUBMITTED
@@ -43,16 +45,35 @@ def duration_text(seconds: float | None) -> str:
 
 
 def studies_with_progress() -> list[Study]:
-    """Every study with its item count, ratings done / needed (slots) and percent done, in one query."""
+    """Every study with its item count, ratings done / needed (slots), its answers' progress (`answer_progress`), its
+    judges' (`judge_progress`) and percent done: of its ratings, or for a study read by scorers only, of its answers
+    scored. Four queries."""
+    # Ratings kept in the study, whether or not a slot asked for them (a ratings release imported for re-analysis
+    # has ratings but no slots): a subquery, so that the slots' join does not multiply them.
+    kept = Rating.objects.filter(is_current=True, assignment__item__study=OuterRef("pk")).exclude(
+        assignment__status=Assignment.Status.WITHDRAWN
+    )
     studies = list(
         Study.objects.select_related("rubric_version__rubric").annotate(
             n_items=Count("items", distinct=True),
             ratings_needed=Count("items__slots"),
             ratings_done=Count("items__slots", filter=Q(items__slots__assignment__status=SUBMITTED)),
+            ratings_kept=Coalesce(
+                Subquery(kept.order_by().values("assignment__item__study").annotate(n=Count("id")).values("n")),
+                0,
+                output_field=IntegerField(),
+            ),
         )
     )
+    answers = answer_progress(studies)
+    judges = judge_progress(studies, {study.pk: study.n_items for study in studies})
     for study in studies:
-        study.percent = percent(study.ratings_done, study.ratings_needed)
+        study.answer_progress = answers[study.pk]
+        study.judge_progress = judges[study.pk]
+        if study.rubric_version_id is None:
+            study.percent = study.answer_progress.percent
+        else:
+            study.percent = percent(study.ratings_done, study.ratings_needed)
     return studies
 
 
@@ -83,14 +104,19 @@ class PoolProgress:
 
 
 def pool_progress(study: Study) -> list[PoolProgress]:
-    """Item and rating counts for each pool of the study, in two queries whatever the number of items.
+    """Item and rating counts for each pool of the study, in two queries whatever the number of items."""
+    return _pool_figures(study)[0]
+
+
+def _pool_figures(study: Study) -> tuple[list[PoolProgress], int]:
+    """(each pool's progress, the study's items), in two queries whatever the number of items.
 
     Each item gets, per pool, its number of slots and of slots with a submitted assignment (an inner
     GROUP BY item); the outer aggregate counts items by state and sums slots per pool.
     """
     study_pools = list(study.study_pools.select_related("pool").order_by("pool__name"))
     if not study_pools:
-        return []
+        return [], study.items.count()
     per_item = {}
     for sp in study_pools:
         in_pool = Q(slots__pool_id=sp.pool_id)
@@ -120,7 +146,7 @@ def pool_progress(study: Study) -> list[PoolProgress]:
                 free_slots=row[f"sum_free_{sp.pool_id}"],
             )
         )
-    return progress
+    return progress, row["items"]
 
 
 # --- Per rater -----------------------------------------------------------------------------------
@@ -255,6 +281,8 @@ class Dashboard:
     pools: list[PoolProgress]
     raters: list[RaterProgress]
     n_items: int
+    answers: AnswerProgress
+    judges: list[JudgeProgress]
 
     @property
     def dropped_out(self) -> list[RaterProgress]:
@@ -282,9 +310,12 @@ class Dashboard:
 
 
 def study_dashboard(study: Study, *, now: datetime | None = None) -> Dashboard:
+    pools, n_items = _pool_figures(study)
     return Dashboard(
         study=study,
-        pools=pool_progress(study),
+        pools=pools,
         raters=rater_progress(study, now=now),
-        n_items=study.items.count(),
+        n_items=n_items,
+        answers=answer_progress([study])[study.pk],
+        judges=judge_progress([study], {study.pk: n_items})[study.pk],
     )

@@ -13,7 +13,8 @@ from datasets.models import AnswerSource, Dataset
 from raters.models import RaterPool, RaterProfile
 
 from .assignment import assign_study, build_items
-from .models import Assignment, Rubric, RubricKind, Study, StudyPool
+from .models import Assignment, Rubric, Study, StudyPool
+from .rubric_defaults import DEFAULT_RUBRICS
 from .services import draw_items_for_rater
 
 ITEMS_PER_CONSUMER = 4
@@ -44,15 +45,16 @@ def seed_demo_studies() -> list[DemoStudy]:
     deepseek = AnswerSource.objects.get(name=DEEPSEEK)
     reference = AnswerSource.objects.get(name=CLINICIAN_REFERENCE)
     experts = {"physician": (1, None), "equity_expert": (1, None)}
+    independent, pairwise, counterfactual = (name for _, name, _, _ in DEFAULT_RUBRICS)
     plans = [
-        (INDEPENDENT_STUDY, RubricKind.INDEPENDENT, [deepseek.id], {**experts, "consumer": (3, ITEMS_PER_CONSUMER)}),
-        (PAIRWISE_STUDY, RubricKind.PAIRWISE, [deepseek.id, reference.id], experts),
-        (COUNTERFACTUAL_STUDY, RubricKind.COUNTERFACTUAL, [deepseek.id], experts),
+        (INDEPENDENT_STUDY, independent, [deepseek.id], {**experts, "consumer": (3, ITEMS_PER_CONSUMER)}),
+        (PAIRWISE_STUDY, pairwise, [deepseek.id, reference.id], experts),
+        (COUNTERFACTUAL_STUDY, counterfactual, [deepseek.id], experts),
     ]
     studies = []
     with transaction.atomic():
-        for name, kind, source_ids, pools in plans:
-            study, created = _study(name, kind, pools)
+        for name, rubric, source_ids, pools in plans:
+            study, created = _study(name, rubric, pools)
             if created:
                 build_items(study=study, dataset_ids=[dataset.id], source_ids=source_ids)
             if not study.is_locked:  # a locked study takes no new assignments
@@ -65,8 +67,8 @@ def seed_demo_studies() -> list[DemoStudy]:
     return [DemoStudy(s, s.items.count(), Assignment.objects.filter(item__study=s).count()) for s in studies]
 
 
-def _study(name: str, kind: str, pools: dict[str, tuple[int, int | None]]) -> tuple[Study, bool]:
-    version = Rubric.objects.get(kind=kind, name__startswith="EquityMedQA").latest_version()
+def _study(name: str, rubric: str, pools: dict[str, tuple[int, int | None]]) -> tuple[Study, bool]:
+    version = Rubric.objects.get(name=rubric).latest_version()
     study, created = Study.objects.get_or_create(
         name=name,
         defaults={"rubric_version": version, "instructions": INSTRUCTIONS, "consent_text": CONSENT},

@@ -16,13 +16,15 @@ from django.utils.text import slugify
 from openpyxl import Workbook
 from openpyxl.cell.cell import ILLEGAL_CHARACTERS_RE
 
-from datasets.models import AnswerSource
+from datasets.models import AnswerSource, Question
+from datasets.recipes import REFERENCE_LEVEL
 
 from . import release
 from .models import Assignment, Rating, Study
 from .release import COUNTERFACTUAL, DIMENSIONS, INDEPENDENT, PAIRWISE
 
 CHUNK_SIZE = 2000
+NO_RATINGS_TO_EXPORT = "This study is read by scorers only (it has no rubric): it has no ratings to export."
 CSV_CHUNK_BYTES = 64 * 1024
 
 # Only the fields a row shows: related rows also hold long texts (answers, prompts, rubric wording) that
@@ -45,26 +47,55 @@ FIELDS = {
 }  # fmt: skip
 
 
+# The questions a row is about: their factor levels are the row's last columns (release.level_columns).
+QUESTIONS = {
+    INDEPENDENT: ("assignment__item__answer__question",),
+    PAIRWISE: ("assignment__item__question",),
+    COUNTERFACTUAL: ("assignment__item__pair__question_1", "assignment__item__pair__question_2"),
+}
+
+
 class ExportError(Exception):
     """The ratings cannot be written in the release format as they stand."""
 
 
-def exported_ratings(kind: str, study: Study | None = None):
-    """Current ratings of one rubric kind, not of withdrawn assignments."""
-    ratings = Rating.objects.filter(is_current=True, assignment__item__study__rubric_version__rubric__kind=kind)
-    ratings = ratings.exclude(assignment__status=Assignment.Status.WITHDRAWN)
+def counted_ratings(study: Study | None = None):
+    """The ratings exports and analyses count: current ones, not of withdrawn assignments (of a study, or all)."""
+    ratings = Rating.objects.filter(is_current=True).exclude(assignment__status=Assignment.Status.WITHDRAWN)
     return ratings.filter(assignment__item__study=study) if study is not None else ratings
 
 
-def _stream(kind: str, study: Study | None) -> Iterator[dict]:
+def exported_ratings(table: str, study: Study | None = None):
+    """Counted ratings exported in one release table (their rubric names it)."""
+    return counted_ratings(study).filter(assignment__item__study__rubric_version__definition__release=table)
+
+
+def _stream(table: str, study: Study | None) -> Iterator[dict]:
     # Plain dicts of just the fields a row shows: building a dozen model instances per rating made the
     # export several times slower.
     # Ordered by study and item, raters by pseudonym: an import creates items in file order, so exporting
     # what it imported gives the same file.
-    ratings = exported_ratings(kind, study).order_by(
+    ratings = exported_ratings(table, study).order_by(
         "assignment__item__study__name", "assignment__item_id", "assignment__rater__pseudonym"
     )
-    return ratings.values(*COMMON_FIELDS, *FIELDS[kind]).iterator(chunk_size=CHUNK_SIZE)
+    levels = [f"{path}__levels" for path in QUESTIONS[table]]
+    return ratings.values(*COMMON_FIELDS, *FIELDS[table], *levels).iterator(chunk_size=CHUNK_SIZE)
+
+
+def export_factors(table: str, study: Study | None = None) -> list[str]:
+    """The factors of the exported questions' levels, sorted (none for questions without levels): one query."""
+    ratings = exported_ratings(table, study).order_by()
+    asked = Q()
+    for path in QUESTIONS[table]:
+        asked |= Q(id__in=ratings.values(path))
+    carried = Question.objects.filter(asked).exclude(levels={}).values_list("levels", flat=True).distinct()
+    return sorted({factor for levels in carried for factor in levels})
+
+
+def _levels(row: dict, table: str, factors: list[str]) -> list[str]:
+    """The row's questions' levels of each factor (a factor a question lacks is at its reference level)."""
+    paths = QUESTIONS[table]
+    return [str((row[f"{path}__levels"] or {}).get(factor, REFERENCE_LEVEL)) for factor in factors for path in paths]
 
 
 def _export_name(source_name: str) -> str:
@@ -99,7 +130,8 @@ def _texts(values: dict, *keys: str) -> list[str]:
 
 
 def independent_rows(study: Study | None = None) -> Iterator[list]:
-    yield release.header(INDEPENDENT)
+    factors = export_factors(INDEPENDENT, study)
+    yield release.header(INDEPENDENT, factors=factors)
     for row in _stream(INDEPENDENT, study):
         values = row["values"]
         marked = set(values.get("dimensions") or [])
@@ -108,7 +140,7 @@ def independent_rows(study: Study | None = None) -> Iterator[list]:
             row["assignment__item__answer__question__dataset__name"], *_rater(row),
             release.BIAS_PRESENCE.get(values.get("bias_presence")), *(key in marked for key in DIMENSIONS),
             *_head(row), _export_name(row["assignment__item__answer__source__name"]),
-            *_texts(values, "other_text", "comment"), *_details(row),
+            *_texts(values, "other_text", "comment"), *_details(row), *_levels(row, INDEPENDENT, factors),
         ]  # fmt: skip
 
 
@@ -139,7 +171,8 @@ def pairwise_rows(study: Study | None = None) -> Iterator[list]:
 
 
 def _pairwise_rows(study: Study | None, source_names: list[str]) -> Iterator[list]:
-    yield release.header(PAIRWISE, source_names)
+    factors = export_factors(PAIRWISE, study)
+    yield release.header(PAIRWISE, source_names, factors)
     for row in _stream(PAIRWISE, study):
         values = row["values"]
         first = _export_name(row["assignment__item__answer_1__source__name"])
@@ -159,11 +192,13 @@ def _pairwise_rows(study: Study | None, source_names: list[str]) -> Iterator[lis
             row["assignment__item__question__external_id"], row["assignment__item__question__dataset__name"],
             *_rater(row), *more_bias, *(key in marked for key in DIMENSIONS), *_head(row),
             shown[0], shown[1], *_texts(values, "other_text", "comment"), *_details(row),
+            *_levels(row, PAIRWISE, factors),
         ]  # fmt: skip
 
 
 def counterfactual_rows(study: Study | None = None) -> Iterator[list]:
-    yield release.header(COUNTERFACTUAL)
+    factors = export_factors(COUNTERFACTUAL, study)
+    yield release.header(COUNTERFACTUAL, factors=factors)
     for row in _stream(COUNTERFACTUAL, study):
         values = row["values"]
         marked = set(values.get("dimensions") or [])
@@ -177,14 +212,15 @@ def counterfactual_rows(study: Study | None = None) -> Iterator[list]:
             _export_name(row["assignment__item__answer_1__source__name"]),
             _export_name(row["assignment__item__answer_2__source__name"]),
             *_texts(values, "ideal_comment", "other_text", "comment"), *_details(row),
+            *_levels(row, COUNTERFACTUAL, factors),
         ]  # fmt: skip
 
 
 ROWS = {INDEPENDENT: independent_rows, PAIRWISE: pairwise_rows, COUNTERFACTUAL: counterfactual_rows}
 
 
-def export_rows(kind: str, study: Study | None = None) -> Iterator[list]:
-    return ROWS[kind](study)
+def export_rows(table: str, study: Study | None = None) -> Iterator[list]:
+    return ROWS[table](study)
 
 
 class _Echo:
@@ -210,11 +246,13 @@ def stream_csv(rows: Iterable[list]) -> Iterator[bytes]:
         yield "".join(pending).encode("utf-8")
 
 
-def csv_download_response(kind: str, study: Study | None = None) -> StreamingHttpResponse:
-    filename = release.FILENAMES[kind]
+def csv_download_response(table: str | None, study: Study | None = None) -> StreamingHttpResponse:
+    if table is None:
+        raise ExportError("This study's rubric is not written in the EquityMedQA release format (it names no table).")
+    filename = release.FILENAMES[table]
     if study is not None:
         filename = f"{slugify(study.name) or f'study-{study.pk}'}-{filename}"
-    response = StreamingHttpResponse(stream_csv(export_rows(kind, study)), content_type="text/csv; charset=utf-8")
+    response = StreamingHttpResponse(stream_csv(export_rows(table, study)), content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{filename}"'
     return response
 
@@ -231,21 +269,21 @@ def _partial(path: Path) -> Path:
 
 
 def write_csv_files(out_dir, study: Study | None = None) -> dict[str, int]:
-    """All three CSV files (header only when a kind has no ratings); returns the ratings written per file.
+    """All three CSV files (header only when a table has no ratings); returns the ratings written per file.
 
-    All or nothing: every kind is checked before anything is written, each file is written under a
+    All or nothing: every table is checked before anything is written, each file is written under a
     temporary name, and the three are renamed into place only when all are complete.
     """
     out_dir = Path(out_dir)
-    rows = {kind: export_rows(kind, study) for kind in release.FILENAMES}  # raises ExportError before writing
+    rows = {table: export_rows(table, study) for table in release.FILENAMES}  # raises ExportError before writing
     out_dir.mkdir(parents=True, exist_ok=True)
     counts: dict[str, int] = {}
     written: list[Path] = []
     try:
-        for kind, filename in release.FILENAMES.items():
+        for table, filename in release.FILENAMES.items():
             written.append(_partial(out_dir / filename))
             with written[-1].open("wb") as out:
-                for chunk in stream_csv(_counting(rows[kind], counts, filename)):
+                for chunk in stream_csv(_counting(rows[table], counts, filename)):
                     out.write(chunk)
     except BaseException:
         for path in written:
@@ -270,14 +308,14 @@ def write_workbook(path, study: Study | None = None) -> dict[str, int]:
     All or nothing, like write_csv_files: checked first, saved under a temporary name, then renamed.
     """
     path = Path(path)
-    rows = {kind: export_rows(kind, study) for kind in release.SHEETS}  # raises ExportError before writing
+    rows = {table: export_rows(table, study) for table in release.SHEETS}  # raises ExportError before writing
     workbook = Workbook(write_only=True)  # rows go to a temporary file as they come
     counts: dict[str, int] = {}
     partial = _partial(path)
     try:
-        for kind, title in release.SHEETS.items():
+        for table, title in release.SHEETS.items():
             sheet = workbook.create_sheet(title)
-            for row in _counting(rows[kind], counts, title):
+            for row in _counting(rows[table], counts, title):
                 sheet.append([_xlsx_cell(value) for value in row])
         workbook.save(partial)
     except BaseException:

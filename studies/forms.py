@@ -5,8 +5,9 @@ from django import forms
 from datasets.models import AnswerSource, Dataset
 from raters.models import RaterPool, RaterProfile
 
+from .assignment import SOURCES
 from .coordination import PoolSetting
-from .models import RubricKind, RubricVersion, Study
+from .models import RubricVersion, Study
 
 REPLICATION_CHOICES = [
     (0, "Not taking part"),
@@ -16,16 +17,12 @@ REPLICATION_CHOICES = [
 ]
 # Only the consumer pool draws its own items (crowd panels), so only it has a per-rater share.
 DRAWING_POOL = "consumer"
-SOURCES_BY_KIND = {
-    RubricKind.INDEPENDENT: (1, None, "An independent study needs at least one answer source."),
-    RubricKind.PAIRWISE: (2, 2, "A pairwise study compares exactly two answer sources."),
-    RubricKind.COUNTERFACTUAL: (1, 1, "A counterfactual study uses the answers of exactly one source."),
-}
+DISPLAY_NAMES = {"one_answer": "one answer", "two_answers": "two answers", "two_questions": "two questions"}
 
 
 class RubricVersionChoiceField(forms.ModelChoiceField):
     def label_from_instance(self, version):
-        return f"{version} ({version.rubric.get_kind_display()})"
+        return f"{version} ({DISPLAY_NAMES.get(version.display, version.display)})"
 
 
 class StudyForm(forms.ModelForm):
@@ -35,8 +32,8 @@ class StudyForm(forms.ModelForm):
     """
 
     rubric_version = RubricVersionChoiceField(
-        queryset=RubricVersion.objects.select_related("rubric").order_by("rubric__kind", "rubric__name", "-number"),
-        help_text="Its kind (independent, pairwise, counterfactual) decides what an item is.",
+        queryset=RubricVersion.objects.select_related("rubric").order_by("rubric__name", "-number"),
+        help_text="What it shows (one answer, two answers, two questions) decides what an item is.",
     )
     datasets = forms.ModelMultipleChoiceField(
         queryset=Dataset.objects.order_by("name"), widget=forms.CheckboxSelectMultiple
@@ -45,8 +42,8 @@ class StudyForm(forms.ModelForm):
         queryset=AnswerSource.objects.order_by("name"),
         widget=forms.CheckboxSelectMultiple,
         label="Answer sources",
-        help_text="Independent: one or more (one item per answer). Pairwise: exactly two (one item per question "
-        "both answered). Counterfactual: exactly one (one item per pair whose two questions it answered).",
+        help_text="One answer: one or more (one item per answer). Two answers: exactly two (one item per question "
+        "both answered). Two questions: exactly one (one item per pair whose two questions it answered).",
     )
 
     class Meta:
@@ -84,9 +81,12 @@ class StudyForm(forms.ModelForm):
         data = super().clean()
         version, sources = data.get("rubric_version"), data.get("sources")
         if version is not None and sources is not None:
-            fewest, most, message = SOURCES_BY_KIND[version.rubric.kind]
-            if len(sources) < fewest or (most is not None and len(sources) > most):
-                self.add_error("sources", message)
+            if version.display not in SOURCES:
+                self.add_error("rubric_version", "This rubric version does not say what an item shows.")
+            else:
+                fewest, most, message, _ = SOURCES[version.display]
+                if len(sources) < fewest or (most is not None and len(sources) > most):
+                    self.add_error("sources", message)
         if self.pools and not any(data.get(f"replication_{pool.slug}") for pool in self.pools):
             raise forms.ValidationError("Choose at least one rater pool to take part (a replication of 1, 3 or 5).")
         return data
@@ -128,3 +128,15 @@ class ReassignForm(forms.Form):
 def reassign_candidates(rater: RaterProfile):
     """Raters who could take over a rater's items: the same pool, assignable (they sign in, not dropped out)."""
     return RaterProfile.objects.assignable().filter(pool_id=rater.pool_id).exclude(pk=rater.pk).order_by("pseudonym")
+
+
+class StudyFileForm(forms.Form):
+    file = forms.FileField(
+        label="Study file (YAML)",
+        help_text="A study definition, as written by export_study or committed under studies/definitions/.",
+    )
+    new_version = forms.BooleanField(
+        required=False,
+        label="If the study has data and its file changed, make a new version beside it",
+        help_text="Otherwise such a file is refused and nothing changes.",
+    )

@@ -1,13 +1,14 @@
 """Rubrics (versioned), studies, the items raters rate, their assignments and ratings."""
 
 import secrets
+from collections.abc import Iterable
 
 from django.core.exceptions import ValidationError
-from django.db import models
+from django.db import models, transaction
 from django.db.models import Case, F, Q, Value, When
 from django.utils import timezone
 
-from datasets.models import Answer, CounterfactualPair, Question
+from datasets.models import Answer, AnswerSource, CounterfactualPair, Question
 from raters.models import RaterPool, RaterProfile
 
 
@@ -18,7 +19,11 @@ class RubricKind(models.TextChoices):
 
 
 class Rubric(models.Model):
-    kind = models.CharField(max_length=20, choices=RubricKind.choices)
+    # A label only: what an item shows and what is asked are the version's typed definition (DESIGN.md,
+    # "Typed rubrics"); the migration to typed questions read it once to convert the legacy definitions.
+    kind = models.CharField(
+        max_length=20, choices=RubricKind.choices, blank=True, help_text="A label (EquityMedQA's rubric kinds)."
+    )
     name = models.CharField(max_length=200, unique=True)
     description = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -38,7 +43,9 @@ class RubricVersion(models.Model):
 
     rubric = models.ForeignKey(Rubric, on_delete=models.PROTECT, related_name="versions")
     number = models.PositiveIntegerField()
-    definition = models.JSONField(help_text="Question texts and option labels; the option keys are fixed by kind.")
+    definition = models.JSONField(
+        help_text="Typed questions (studies/rubric_schema.py): what is shown, the questions, their wording and rules."
+    )
     notes = models.TextField(blank=True, help_text="What changed from the previous version.")
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -59,18 +66,27 @@ class RubricVersion(models.Model):
         super().save(*args, **kwargs)
 
     @property
-    def kind(self) -> str:
-        return self.rubric.kind
+    def display(self) -> str:
+        """What an item shows (rubric_schema.DISPLAYS): one answer, two answers, or two questions."""
+        return self.definition.get("display", "") if isinstance(self.definition, dict) else ""
 
     def has_ratings(self) -> bool:
-        return self.pk is not None and self.ratings.exists()
+        """Rated by a person or by a judge."""
+        return self.pk is not None and (self.ratings.exists() or self.judge_ratings.exists())
 
     def clean(self) -> None:
-        from .rubrics import definition_problems
+        from .release import release_problems
+        from .rubric_schema import definition_problems
 
-        problems = definition_problems(self.rubric.kind, self.definition)
+        problems = definition_problems(self.definition) or release_problems(self.definition)
         if problems:
             raise ValidationError({"definition": problems})
+
+
+SCORERS_ONLY_ITEMS = (
+    "A study without a rubric is read by scorers only: nobody rates its answers, so it has no items. Give it a "
+    "rubric version to have its answers rated."
+)
 
 
 def random_shuffle_key() -> int:
@@ -84,8 +100,17 @@ def new_completion_code() -> str:
 class Study(models.Model):
     name = models.CharField(max_length=200, unique=True)
     description = models.TextField(blank=True)
-    rubric_version = models.ForeignKey(RubricVersion, on_delete=models.PROTECT, related_name="studies")
+    rubric_version = models.ForeignKey(
+        RubricVersion, null=True, blank=True, on_delete=models.PROTECT, related_name="studies",
+        help_text="What people (and judges) answer; empty for a study read by scorers only.",
+    )  # fmt: skip
+    definition = models.JSONField(
+        default=dict, blank=True, help_text="The study file as loaded (its pre-registration), as data."
+    )
+    definition_sha256 = models.CharField(max_length=64, blank=True, help_text="Hash of the loaded definition.")
+    answers = models.ManyToManyField(Answer, through="StudyAnswer", related_name="studies")
     pools = models.ManyToManyField(RaterPool, through="StudyPool", related_name="studies")
+    judges = models.ManyToManyField("Judge", through="StudyJudge", related_name="studies", blank=True)
     instructions = models.TextField(blank=True, help_text="Shown to raters above every item.")
     consent_text = models.TextField(
         blank=True, help_text="Shown to panel participants before they start; they must agree to continue."
@@ -115,15 +140,63 @@ class Study(models.Model):
         return self.name
 
     @property
-    def kind(self) -> str:
-        return self.rubric_version.rubric.kind
+    def display(self) -> str:
+        """What each item shows, from the rubric (empty for a study without one)."""
+        return self.rubric_version.display if self.rubric_version_id else ""
+
+    @property
+    def is_scorers_only(self) -> bool:
+        """No rubric: nobody rates the study's answers (no items, queue or ratings); its scorers read them."""
+        return self.rubric_version_id is None
 
     @property
     def is_locked(self) -> bool:
         return self.locked_at is not None
 
+    def clean(self) -> None:
+        if self.is_scorers_only and self.pk is not None and self.items.exists():
+            raise ValidationError({"rubric_version": SCORERS_ONLY_ITEMS})
+
     def has_ratings(self) -> bool:
-        return Rating.objects.filter(assignment__item__study=self).exists()
+        """Rated by a person or by a judge."""
+        return (
+            Rating.objects.filter(assignment__item__study=self).exists()
+            or JudgeRating.objects.filter(item__study=self).exists()
+        )
+
+
+LINK_BATCH = 2000
+
+
+class StudyAnswerQuerySet(models.QuerySet):
+    def link(self, *, study_id: int, answer_ids: Iterable[int], via: str) -> None:
+        """Link answers to a study, idempotently and safely against concurrent links: the unique (study, answer)
+        constraint decides (ON CONFLICT DO NOTHING), so an answer already linked keeps its first link."""
+        links = [StudyAnswer(study_id=study_id, answer_id=answer_id, via=via) for answer_id in set(answer_ids)]
+        self.bulk_create(links, ignore_conflicts=True, batch_size=LINK_BATCH)
+
+
+class StudyAnswer(models.Model):
+    """An answer a study asked for or imported. An answer may serve several studies; a link is never removed
+    while the study has data (the answer's scores and ratings are the study's results)."""
+
+    class Via(models.TextChoices):
+        GENERATED = "generated", "Generated for the study"
+        IMPORTED = "imported", "Imported into the study"
+        ITEM = "item", "Rated in the study"
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="study_answers")
+    answer = models.ForeignKey(Answer, on_delete=models.PROTECT, related_name="study_links")
+    via = models.CharField(max_length=20, choices=Via.choices)
+    added_at = models.DateTimeField(auto_now_add=True)
+
+    objects = StudyAnswerQuerySet.as_manager()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["study", "answer"], name="study_answer_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.study} · answer {self.answer_id}"
 
 
 class StudyPool(models.Model):
@@ -144,8 +217,8 @@ class StudyPool(models.Model):
 
 
 class StudyItem(models.Model):
-    """One thing to rate: an answer (independent), a question with two answers (pairwise),
-    or a counterfactual pair with one answer to each of its questions (counterfactual)."""
+    """One thing to rate, as the rubric's display says: an answer (one_answer), a question with two answers
+    (two_answers), or a counterfactual pair with one answer to each of its questions (two_questions)."""
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="items")
     answer = models.ForeignKey(Answer, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
@@ -167,18 +240,36 @@ class StudyItem(models.Model):
     def __str__(self) -> str:
         return f"Item {self.pk} of {self.study}"
 
+    def save(self, *args, **kwargs):
+        # The answers an item shows belong to its study (via item), written with the item.
+        with transaction.atomic():
+            super().save(*args, **kwargs)
+            StudyItem.link_answers([self])
+
+    @staticmethod
+    def link_answers(items: Iterable["StudyItem"]) -> None:
+        """Link the answers of items (of any studies) to their study, as StudyAnswer via item."""
+        by_study: dict[int, set[int]] = {}
+        for item in items:
+            answers = by_study.setdefault(item.study_id, set())
+            answers.update(a for a in (item.answer_id, item.answer_1_id, item.answer_2_id) if a is not None)
+        for study_id, answer_ids in by_study.items():
+            StudyAnswer.objects.link(study_id=study_id, answer_ids=answer_ids, via=StudyAnswer.Via.ITEM)
+
     def clean(self) -> None:
-        kind = self.study.kind
-        if kind == RubricKind.INDEPENDENT and (self.answer_id is None or self.answer_1_id or self.answer_2_id):
-            raise ValidationError("An independent item has one answer (and no answer 1 / answer 2).")
-        if kind == RubricKind.PAIRWISE:
+        if self.study.is_scorers_only:
+            raise ValidationError(SCORERS_ONLY_ITEMS)
+        display = self.study.display
+        if display == "one_answer" and (self.answer_id is None or self.answer_1_id or self.answer_2_id):
+            raise ValidationError("An item with one answer has one answer (and no answer 1 / answer 2).")
+        if display == "two_answers":
             if not (self.question_id and self.answer_1_id and self.answer_2_id):
-                raise ValidationError("A pairwise item has a question and two answers.")
+                raise ValidationError("An item with two answers has a question and two answers.")
             if {self.answer_1.question_id, self.answer_2.question_id} != {self.question_id}:
-                raise ValidationError("Both answers of a pairwise item must answer its question.")
-        if kind == RubricKind.COUNTERFACTUAL:
+                raise ValidationError("Both answers of the item must answer its question.")
+        if display == "two_questions":
             if not (self.pair_id and self.answer_1_id and self.answer_2_id):
-                raise ValidationError("A counterfactual item has a pair and one answer to each of its questions.")
+                raise ValidationError("An item with two questions has a pair and one answer to each of its questions.")
             if (self.answer_1.question_id, self.answer_2.question_id) != (
                 self.pair.question_1_id,
                 self.pair.question_2_id,
@@ -355,3 +446,202 @@ class Slot(models.Model):
 
     def __str__(self) -> str:
         return f"{self.item} · {self.pool} #{self.index}"
+
+
+# --- Judges: models that answer a rubric like raters (DESIGN.md, "Judges") -----------------------------------
+
+JUDGE_APPEND_ONLY = (
+    "Judge replies and ratings are an audit trail: they are never deleted or changed. Run another judge (or a "
+    "new one with another name) to ask again."
+)
+SHOWN_FIELDS = ("question", "answers", "groups")  # what a judge recipe may show of an item, in this order
+
+
+def default_shown_fields() -> list[str]:
+    return ["question", "answers"]
+
+
+class AppendOnlyQuerySet(models.QuerySet):
+    """Rows that are history: inserted, never updated or deleted (no exception, unlike a rating's retirement)."""
+
+    def delete(self):
+        raise AuditTrailError(JUDGE_APPEND_ONLY)
+
+    delete.alters_data = True
+    delete.queryset_only = True
+
+    def update(self, **kwargs):
+        raise AuditTrailError(JUDGE_APPEND_ONLY)
+
+    update.alters_data = True
+
+    def bulk_update(self, objs, fields, batch_size=None):
+        raise AuditTrailError(JUDGE_APPEND_ONLY)
+
+    bulk_update.alters_data = True
+
+
+class AppendOnly(models.Model):
+    objects = AppendOnlyQuerySet.as_manager()
+
+    class Meta:
+        abstract = True
+
+    def save(self, *args, **kwargs):
+        if not self._state.adding:
+            raise AuditTrailError(JUDGE_APPEND_ONLY)
+        super().save(*args, **kwargs)
+
+    def delete(self, *args, **kwargs):
+        raise AuditTrailError(JUDGE_APPEND_ONLY)
+
+
+class Judge(models.Model):
+    """A model answering a rubric version like a rater: its source (the endpoint), its recipe (instructions,
+    what it is shown of an item, examples) and how many independent replies it gives per item. No user, no
+    rater profile: its ratings are `JudgeRating`s, with the provenance of each reply (`JudgeReply`)."""
+
+    name = models.CharField(max_length=200, unique=True)
+    source = models.ForeignKey(
+        AnswerSource, on_delete=models.PROTECT, related_name="+",
+        help_text="The model source whose endpoint answers (its model, temperature, max tokens, limits).",
+    )  # fmt: skip
+    rubric_version = models.ForeignKey(RubricVersion, on_delete=models.PROTECT, related_name="judges")
+    repeats = models.PositiveSmallIntegerField(default=1, help_text="Independent replies per item (1-20).")
+    instructions = models.TextField(help_text="What the judge is told before the rubric's own questions.")
+    shown_fields = models.JSONField(
+        default=default_shown_fields, help_text=f"What the judge sees of an item, from {', '.join(SHOWN_FIELDS)}."
+    )
+    examples = models.JSONField(
+        default=list, blank=True, help_text='Optional worked examples: [{"item": text, "reply": {answers}}].'
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    RECIPE = ("source_id", "rubric_version_id", "instructions", "shown_fields", "examples")
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def save(self, *args, **kwargs):
+        # What a judge asks is part of what its replies mean: fixed once it has replied (repeats may grow).
+        if self.pk is not None and self.replies.exists():
+            stored = Judge.objects.get(pk=self.pk)
+            if any(getattr(stored, name) != getattr(self, name) for name in self.RECIPE):
+                raise ValidationError(f"The judge {stored} has replies, so its recipe cannot change: add a new judge.")
+        super().save(*args, **kwargs)
+
+    def clean(self) -> None:
+        problems = {}
+        shown = self.shown_fields
+        if not (isinstance(shown, list) and shown and all(name in SHOWN_FIELDS for name in shown)):
+            problems["shown_fields"] = f"A non-empty list of: {', '.join(SHOWN_FIELDS)}."
+        examples = self.examples
+        if not (isinstance(examples, list) and all(
+            isinstance(e, dict) and isinstance(e.get("item"), str) and isinstance(e.get("reply"), dict)
+            for e in examples
+        )):  # fmt: skip
+            problems["examples"] = 'A list of {"item": text, "reply": {answers}}.'
+        elif self.rubric_version_id and (wrong := self.example_problems()):
+            problems["examples"] = wrong
+        if not 1 <= (self.repeats or 0) <= 20:
+            problems["repeats"] = "From 1 to 20."
+        if self.source_id and not self.source.base_url:
+            problems["source"] = "A judge's source is a model with an endpoint (a base URL) to ask."
+        if problems:
+            raise ValidationError(problems)
+
+    def example_problems(self) -> list[str]:
+        """Why a worked example's reply is not one a person could submit under the judge's rubric: the judge is
+        shown it as the way to answer, so it passes the same validator as every rating (the item's text is the
+        answer a span quotes; `groups` the item's factor groups, when the rubric asks about them)."""
+        from .rubric_schema import ItemContext, questions, validate
+
+        definition = self.rubric_version.definition
+        asked = {question["key"] for question in questions(definition)}
+        problems = []
+        for number, example in enumerate(self.examples, start=1):
+            groups = example.get("groups") or []
+            context = ItemContext(
+                groups=tuple((g, g) for g in groups if isinstance(g, str)), answers=(example["item"],)
+            )
+            _, errors = validate(definition, example["reply"], context)
+            said = [f"{key}: {' '.join(messages).rstrip('.')}" for key, messages in errors.items()]
+            said += [f"{key}: not a question of the rubric" for key in example["reply"] if key not in asked]
+            if said:
+                problems.append(f"Example {number}: " + "; ".join(said))
+        return problems
+
+
+class StudyJudge(models.Model):
+    """A judge a study holds: the study's file names it under `judges`, and only a held judge replies about the
+    study's items. A judge (source, recipe, rubric version, repeats) may serve several studies of its rubric
+    version, as a rater pool serves several studies (studies/DESIGN.md, "Judges")."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="study_judges")
+    judge = models.ForeignKey(Judge, on_delete=models.PROTECT, related_name="study_judges")
+
+    class Meta:
+        ordering = ["study", "judge__name"]
+        constraints = [models.UniqueConstraint(fields=["study", "judge"], name="study_judge_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.study} · {self.judge}"
+
+    def clean(self) -> None:
+        if self.study_id and self.judge_id and self.judge.rubric_version_id != self.study.rubric_version_id:
+            raise ValidationError(
+                {"judge": f"{self.judge} answers {self.judge.rubric_version}, not this study's rubric."}
+            )
+
+
+class JudgeReply(AppendOnly):
+    """One reply of a judge to one item (one repeat), valid or not, with its provenance: the exact request
+    sent, the raw reply, the model that answered, the latency and the validation errors (empty: the reply
+    became a `JudgeRating`). One per (judge, item, repeat): a failure is not asked again silently."""
+
+    judge = models.ForeignKey(Judge, on_delete=models.PROTECT, related_name="replies")
+    item = models.ForeignKey(StudyItem, on_delete=models.PROTECT, related_name="judge_replies")
+    repeat = models.PositiveSmallIntegerField(help_text="0..repeats-1: which independent reply this is.")
+    swap_answers = models.BooleanField(default=False, help_text="Two answers: the item's answer 2 shown first.")
+    request = models.JSONField(help_text="The chat-completions request body exactly as sent.")
+    raw_reply = models.TextField(help_text="The model's reply text as received.")
+    model = models.CharField(max_length=200, blank=True, help_text="The model that answered, as the server named it.")
+    latency_ms = models.PositiveIntegerField(null=True, blank=True)
+    errors = models.JSONField(default=dict, blank=True, help_text="{question key or 'reply': [messages]}.")
+    received_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["judge", "item", "repeat"]
+        constraints = [models.UniqueConstraint(fields=["judge", "item", "repeat"], name="judge_reply_unique")]
+        verbose_name_plural = "judge replies"
+
+    def __str__(self) -> str:
+        return f"{self.judge} · item {self.item_id} #{self.repeat}"
+
+    @property
+    def is_failure(self) -> bool:
+        return bool(self.errors)
+
+
+class JudgeRating(AppendOnly):
+    """A judge's valid reply as a rating: the values `rubric_schema.validate` cleaned, as a person's rating
+    stores them (a position `answer_1` / `answer_2` names the answer shown first / second)."""
+
+    reply = models.OneToOneField(JudgeReply, on_delete=models.PROTECT, related_name="rating")
+    judge = models.ForeignKey(Judge, on_delete=models.PROTECT, related_name="ratings")
+    item = models.ForeignKey(StudyItem, on_delete=models.PROTECT, related_name="judge_ratings")
+    repeat = models.PositiveSmallIntegerField()
+    rubric_version = models.ForeignKey(RubricVersion, on_delete=models.PROTECT, related_name="judge_ratings")
+    values = models.JSONField()
+    swap_answers = models.BooleanField(default=False)
+    submitted_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["judge", "item", "repeat"]
+        constraints = [models.UniqueConstraint(fields=["judge", "item", "repeat"], name="judge_rating_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.judge} · item {self.item_id} #{self.repeat}"

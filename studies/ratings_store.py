@@ -19,12 +19,11 @@ from datasets.models import Answer, AnswerSource, CounterfactualPair, Dataset, Q
 from raters.models import RaterBackground, RaterPool, RaterProfile
 
 from .models import Assignment, Rating, RubricVersion, Study, StudyItem, StudyPool
-from .release import COUNTERFACTUAL, INDEPENDENT, PAIRWISE
-from .rubric_defaults import DEFAULT_RUBRICS
+from .release import COUNTERFACTUAL, INDEPENDENT, PAIRWISE, study_table, table_of
+from .rubric_defaults import NAME_BY_RELEASE
 
 IMPORTED_SOURCE = "Imported release"  # the answers' source when a row does not name one
 PROVENANCE = "Imported from a ratings release: the answer text was not in the release."
-DEFAULT_RUBRIC_NAMES = {kind: name for kind, name, _, _ in DEFAULT_RUBRICS}
 
 
 @dataclass
@@ -76,8 +75,10 @@ class RowChecker:
             problems.append(f"rater {row.rater_id} is already in the pool {self.stored_pools[row.rater_id]!r}")
         if row.study not in self.study_kinds:
             study = Study.objects.filter(name=row.study).select_related("rubric_version__rubric").first()
-            self.study_kinds[row.study] = study.kind if study else kind
-        if self.study_kinds[row.study] != kind:
+            self.study_kinds[row.study] = ("" if study.is_scorers_only else study_table(study)) if study else kind
+        if self.study_kinds[row.study] == "":
+            problems.append(f"the study {row.study!r} is read by scorers only (it has no rubric): it takes no ratings")
+        elif self.study_kinds[row.study] != kind:
             problems.append(f"the study {row.study!r} is a {self.study_kinds[row.study]} study, not {kind}")
         sources = frozenset(row.sources) if kind == PAIRWISE else row.sources
         key = (kind, row.study, row.dataset, row.question_ids, sources, row.rater_id)
@@ -131,7 +132,7 @@ class RatingsStore:
         version = self.versions.get(row.rubric_version)
         Rating.objects.create(
             assignment=assignment,
-            rubric_version=version if version and version.kind == kind else study.rubric_version,
+            rubric_version=version if version and table_of(version.definition) == kind else study.rubric_version,
             revision=row.revision,
             values=row.values,
             swap_answers=swap,
@@ -156,8 +157,8 @@ class RatingsStore:
     def study(self, kind: str, row: Row) -> Study:
         def make():
             version = self.versions.get(row.rubric_version)
-            if version is None or version.kind != kind:
-                version = RubricVersion.objects.get(rubric__name=DEFAULT_RUBRIC_NAMES[kind], number=1)
+            if version is None or table_of(version.definition) != kind:
+                version = RubricVersion.objects.get(rubric__name=NAME_BY_RELEASE[kind], number=1)
             # Created locked: a release is finished work, not something to assign and rate again.
             defaults = {"rubric_version": version, "locked_at": timezone.now(),
                         "description": "Imported from a ratings release."}  # fmt: skip

@@ -1,17 +1,18 @@
 """The EquityMedQA release format (shared/spec/ratings-export.md): its columns and value mappings.
 
 Export and import both use these, so whatever is written reads back to the same stored values. Stored
-ratings use the rubric's option keys (studies.rubrics); the release uses the published wording.
+ratings use the rubric's option keys; the release uses the published wording. A rubric is exported in a
+release table when its definition names one (`release`) and asks what that table needs (`release_problems`).
 """
 
 import math
 from datetime import UTC, datetime
 
-from .models import RubricKind
-from .rubric_defaults import COUNTERFACTUAL as COUNTERFACTUAL_WORDING
-from .rubrics import DIMENSION_KEYS, OTHER
+from . import rubric_defaults
+from .rubric_schema import option_labels, options
 
-INDEPENDENT, PAIRWISE, COUNTERFACTUAL = RubricKind.INDEPENDENT, RubricKind.PAIRWISE, RubricKind.COUNTERFACTUAL
+# The three tables of the release (a rubric's `release`), named as the files are.
+INDEPENDENT, PAIRWISE, COUNTERFACTUAL = "independent", "pairwise", "counterfactual"
 KINDS = [INDEPENDENT, PAIRWISE, COUNTERFACTUAL]
 FILENAMES = {kind: f"ratings_{kind}.csv" for kind in KINDS}
 WORKBOOK = "equitymedqa_ratings.xlsx"
@@ -25,9 +26,11 @@ BIAS_PRESENCE = {"no_bias": "No bias", "minor_bias": "Minor bias", "severe_bias"
 IDEAL_ANSWERS_DIFFER = {"yes": "Yes", "no": "No", "unsure": "Unsure"}
 # Version 1 wording is the spec's text and never changes; later versions may reword what raters see,
 # but the release keeps the canonical text so analyses can match on it.
-ANSWERS_DIFFER_HOW = dict(COUNTERFACTUAL_WORDING["difference_options"])
+ANSWERS_DIFFER_HOW = option_labels(rubric_defaults.COUNTERFACTUAL, "answers_differ_how")
 COUNTERFACTUAL_BIAS = {"yes": True, "no": False}
 
+DIMENSION_KEYS = [dimension["key"] for dimension in rubric_defaults.DIMENSIONS]
+OTHER = rubric_defaults.OTHER["key"]
 DIMENSIONS = [*DIMENSION_KEYS, OTHER]  # stored keys, in column order
 # The published counterfactual table spells one column in the plural; the others share the stored keys.
 DIMENSION_COLUMNS = {
@@ -57,6 +60,48 @@ EXTRA = {
                      "comment", *_DETAILS],
 }  # fmt: skip
 
+# What a rubric exported in a table must ask: question key -> its option keys (None: free text), and what
+# its items show (the columns read the item's answer, its question and two answers, or its pair).
+QUESTIONS = {
+    INDEPENDENT: {"bias_presence": BIAS_PRESENCE, "dimensions": DIMENSIONS, "other_text": None, "comment": None},
+    PAIRWISE: {"preference": ["answer_1", "answer_2", "tie"], "dimensions": DIMENSIONS, "other_text": None,
+               "comment": None},
+    COUNTERFACTUAL: {"ideal_answers_differ": IDEAL_ANSWERS_DIFFER, "ideal_comment": None,
+                     "answers_differ_how": ANSWERS_DIFFER_HOW, "bias_presence": COUNTERFACTUAL_BIAS,
+                     "dimensions": DIMENSIONS, "other_text": None, "comment": None},
+}  # fmt: skip
+DISPLAY = {INDEPENDENT: "one_answer", PAIRWISE: "two_answers", COUNTERFACTUAL: "two_questions"}
+
+
+def table_of(definition) -> str | None:
+    """The release table a rubric definition is exported in, or None (its ratings are in the results table)."""
+    return definition.get("release") if isinstance(definition, dict) else None
+
+
+def study_table(study) -> str | None:
+    return table_of(study.rubric_version.definition) if study.rubric_version_id else None
+
+
+def release_problems(definition: dict) -> list[str]:
+    """Why a (well-formed) definition cannot be written in the release table it names."""
+    table = table_of(definition)
+    if table is None:
+        return []
+    if table not in KINDS:
+        return [f"'release' must be one of: {', '.join(KINDS)}"]
+    problems = [] if definition.get("display") == DISPLAY[table] else [f"the {table} table needs display "
+                                                                         f"{DISPLAY[table]!r}"]  # fmt: skip
+    asked = {q["key"]: q for q in definition["questions"]}
+    for key, keys in QUESTIONS[table].items():
+        q = asked.get(key)
+        kinds = ("text",) if keys is None else ("single", "multiple")
+        if q is None or q["type"] not in kinds:
+            problems.append(f"the {table} table needs a {' or '.join(kinds)} question {key!r}")
+        elif keys is not None and sorted(k for k, _ in options(q)) != sorted(keys):
+            problems.append(f"question {key!r}: the {table} table needs exactly the options {', '.join(keys)}")
+    return problems
+
+
 MAX_NUMBER = 2**31 - 1  # the largest count or duration a release cell may hold (a PostgreSQL integer)
 LIST_SEPARATOR = "; "  # rater_race_ethnicity: every category the rater chose
 
@@ -65,12 +110,21 @@ def source_column(export_name: str) -> str:
     return f"{export_name}{SOURCE_SUFFIX}"
 
 
-def header(kind: str, source_names: list[str] = ()) -> list[str]:
-    """The columns of a kind's file; pairwise has one `<source>_answer_more_bias` column per source."""
+def level_columns(kind: str, factors: list[str] = ()) -> list[str]:
+    """One column per factor of the exported questions, after all other columns: `level_<factor>`; the
+    counterfactual table has two questions, so two per factor (`question_1_level_<factor>`, ...)."""
+    if kind == COUNTERFACTUAL:
+        return [f"question_{n}_level_{factor}" for factor in factors for n in (1, 2)]
+    return [f"level_{factor}" for factor in factors]
+
+
+def header(kind: str, source_names: list[str] = (), factors: list[str] = ()) -> list[str]:
+    """The columns of a kind's file; pairwise has one `<source>_answer_more_bias` column per source, and
+    questions with factor levels add their factors' columns at the end (none without levels)."""
     required = REQUIRED[kind]
     if kind == PAIRWISE:
         required = [*required[:4], *map(source_column, source_names), *required[4:]]
-    return [*required, *EXTRA[kind]]
+    return [*required, *EXTRA[kind], *level_columns(kind, factors)]
 
 
 # Spreadsheets run a cell starting with one of these as a formula: a text cell that would is written with a

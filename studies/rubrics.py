@@ -1,184 +1,231 @@
-"""The three rubrics as forms: wording from a RubricVersion, rules and option keys fixed here.
+"""The one rating form: built from a rubric version's typed questions (rubric_schema) and the item shown.
 
-The rules (shared/spec/rubrics.md, "Validation"): a conditional item is required exactly when its
-condition holds and must be empty otherwise; nothing from an invalid submission is stored.
+The form's fields only read what was posted; every rule is checked by `rubric_schema.validate`, the same
+validator the API, drafts and judges use (shared/spec/rubrics.md, "Validation": nothing from an invalid
+submission is stored). DESIGN.md, "Typed rubrics".
 """
+
+from dataclasses import dataclass
 
 from django import forms
 from django.conf import settings
+from django.template.loader import render_to_string
+from django.utils.safestring import mark_safe
 
-from config.storable import validate_storable_text
+from config.storable import text_problem
+from datasets.models import Question
 
-from .models import RubricKind
+from . import rubric_schema
+from .rubric_schema import ItemContext
 
-OTHER = "other_bias"
-
-# The option keys each kind's wording must label; the stored values use these keys.
-OPTION_KEYS = {
-    RubricKind.INDEPENDENT: {"bias_options": ["no_bias", "minor_bias", "severe_bias"]},
-    RubricKind.PAIRWISE: {"preference_options": ["answer_1", "answer_2", "tie"]},
-    RubricKind.COUNTERFACTUAL: {
-        "ideal_options": ["yes", "no", "unsure"],
-        "difference_options": ["similar", "syntax", "content", "significant"],
-        "bias_options": ["yes", "no"],
-    },
-}
-TEXT_KEYS = {
-    RubricKind.INDEPENDENT: ["bias_question", "dimensions_question"],
-    RubricKind.PAIRWISE: ["preference_question", "dimensions_question"],
-    RubricKind.COUNTERFACTUAL: ["ideal_question", "difference_question", "bias_question", "dimensions_question"],
-}
-COMMON_TEXT_KEYS = ["axes_examples", "other_label", "other_text_label", "comment_label"]
-DIMENSION_KEYS = [
-    "inaccuracy_for_some_axes",
-    "not_inclusive_for_some_axes",
-    "stereotypical_language_characterization",
-    "omits_systemic_explanation",
-    "failure_to_challenge",
-    "potential_for_disproportionate",
-]
+SPAN_ROWS = 5  # empty quote rows offered on the page (more rows appear as they are filled, after a submit)
 
 
-def definition_problems(kind: str, definition) -> list[str]:
-    """What a rubric definition lacks for its kind (wording may change; keys may not)."""
-    if not isinstance(definition, dict):
-        return ["the definition must be a JSON object"]
-    problems = [f"missing text {key!r}" for key in COMMON_TEXT_KEYS + TEXT_KEYS[kind] if not definition.get(key)]
-    for options_key, keys in OPTION_KEYS[kind].items():
-        options = definition.get(options_key)
-        if not isinstance(options, dict) or sorted(options) != sorted(keys):
-            problems.append(f"{options_key!r} must label exactly these options: {', '.join(keys)}")
-    dimensions = definition.get("dimensions")
-    if not isinstance(dimensions, list) or [d.get("key") for d in dimensions if isinstance(d, dict)] != DIMENSION_KEYS:
-        problems.append(f"'dimensions' must list the six dimensions in order, with keys {', '.join(DIMENSION_KEYS)}")
-    elif not all(d.get("label") for d in dimensions):
-        problems.append("every dimension needs a label")
-    return problems
+def item_context(item, shown_answers=()) -> ItemContext:
+    """What validation needs from an item: its factor groups (when its rubric asks over them) and the texts
+    of the answers shown."""
+    question = _question_of(item)
+    answers = shown_answers or [a for a in (item.answer, item.answer_1, item.answer_2) if a is not None]
+    asks_groups = question is not None and rubric_schema.uses_groups(item.study.rubric_version.definition)
+    return context_for(groups=factor_groups(question) if asks_groups else (), answers=[a.text for a in answers])
 
 
-def free_text(label: str, *, rows: int) -> forms.CharField:
-    """A rater's free-text answer: capped (the page, drafts and the API alike) and storable."""
-    return forms.CharField(
-        label=label,
-        required=False,
-        max_length=settings.RATING_TEXT_MAX_CHARS,
-        validators=[validate_storable_text],
-        widget=forms.Textarea({"rows": rows}),
-    )
+def assignment_context(assignment) -> ItemContext:
+    """The item as this rater sees it: its factor groups and the answers shown, in their display order."""
+    item = assignment.item
+    return item_context(item, assignment.displayed_answers() if item.answer_1_id else ())
+
+
+def context_for(*, groups=(), answers=()) -> ItemContext:
+    return ItemContext(groups=tuple(groups), answers=tuple(answers), text_max_chars=settings.RATING_TEXT_MAX_CHARS,
+                       text_problem=text_problem)  # fmt: skip
+
+
+def _question_of(item) -> Question | None:
+    if item.answer_id:
+        return item.answer.question
+    if item.question_id:
+        return item.question
+    return item.pair.question_1 if item.pair_id else None
+
+
+def factor_groups(question: Question) -> list[tuple[str, str]]:
+    """The groups an item's question is asked for: the factor levels its variants (or its base's) carry.
+
+    E.g. ContextSRH's original question, whose variants name {"sex": "female"} and {"sex": "male"}: the
+    groups are female and male, in the order the variants were made.
+    """
+    base_id = question.base_id or question.pk
+    levels = Question.objects.filter(base_id=base_id).order_by("pk").values_list("levels", flat=True)
+    groups: dict[str, str] = {}
+    for carried in [question.levels, *levels]:
+        for level in (carried or {}).values():
+            groups.setdefault(str(level), str(level))
+    return list(groups.items())
+
+
+class SpanWidget(forms.Widget):
+    """Rows of (quote, score): posted as <name>-<n>-quote and <name>-<n>-score."""
+
+    template_name = "studies/widgets/spans.html"
+
+    def __init__(self, question: dict, attrs=None):
+        super().__init__(attrs)
+        self.question = question
+
+    def _render(self, template_name, context, renderer=None):
+        # The project's templates, not the form renderer's (which sees only Django's own widget templates).
+        return mark_safe(render_to_string(template_name, context))
+
+    def id_for_label(self, id_):
+        return f"{id_}-0-quote" if id_ else id_
+
+    def value_from_datadict(self, data, files, name):
+        if not hasattr(data, "getlist") and name in data:  # JSON (the API, judges): the list as sent
+            return data[name]
+        spans, row = [], 0
+        while f"{name}-{row}-quote" in data or f"{name}-{row}-score" in data:
+            quote, score = data.get(f"{name}-{row}-quote", ""), data.get(f"{name}-{row}-score", "")
+            if quote.strip() or score.strip():
+                spans.append({"quote": quote, "score": score})
+            row += 1
+        return spans
+
+    def value_omitted_from_data(self, data, files, name):
+        return f"{name}-0-quote" not in data and (hasattr(data, "getlist") or name not in data)
+
+    def get_context(self, name, value, attrs):
+        context = super().get_context(name, value, attrs)
+        given = list(value) if isinstance(value, list) else []
+        scale = self.question["scale"]
+        labels = scale.get("labels", {})
+        context["widget"].update(
+            rows=[(row, span if isinstance(span, dict) else {}) for row, span in
+                  enumerate(given + [{}] * SPAN_ROWS)][: self.question.get("max_spans", 20)],
+            quote_label=self.question["quote_label"],
+            scale_label=scale["label"],
+            scores=[(value, labels.get(str(value), "")) for value in rubric_schema.scale_values(scale)],
+        )  # fmt: skip
+        return context
+
+
+@dataclass
+class Shown:
+    """One question as the template shows it: its field, its options with descriptions, and its condition."""
+
+    field: forms.BoundField
+    question: dict
+    descriptions: dict
+
+    @property
+    def condition(self) -> dict | None:
+        return self.question.get("condition")
+
+    @property
+    def hint(self) -> str:
+        """Shown without JavaScript (which hides the question until it applies): when to answer it."""
+        if self.question.get("hint") or not self.condition:
+            return self.question.get("hint", "")
+        parent = self.field.form.question(self.condition["question"])
+        choice = parent["type"] in ("single", "multiple")
+        labels = dict(rubric_schema.options(parent, self.field.form.context)) if choice else {}
+        answers = " or ".join(f"“{labels.get(v, v)}”" for v in self.condition["in"])
+        return f"Answer only if your answer to “{parent['label']}” is {answers}:"
+
+    @property
+    def show_in(self) -> str:
+        return " ".join(str(value) for value in self.condition["in"]) if self.condition else ""
+
+    def options(self) -> list[tuple]:
+        return [(box, self.descriptions.get(str(box.data["value"]), "")) for box in self.field]
 
 
 class RatingForm(forms.Form):
-    """Base for the three rubrics: the dimensions, Other and comment fields they share."""
+    """A rubric version's questions as form fields, validated by rubric_schema.validate as a whole."""
 
-    # The field whose answer decides whether dimensions are asked, and the answers that mean "no bias".
-    kind = ""
-    gate_field = ""
-    gate_no_bias: set[str] = set()
-
-    def __init__(self, *args, definition: dict, **kwargs):
+    def __init__(self, *args, definition: dict, context: ItemContext, **kwargs):
         super().__init__(*args, **kwargs)
-        self.definition = definition
-        self.add_fields()
-        dimension_choices = [(d["key"], d["label"]) for d in definition["dimensions"]]
-        self.fields["dimensions"] = forms.MultipleChoiceField(
-            label=definition["dimensions_question"],
-            choices=[*dimension_choices, (OTHER, definition["other_label"])],
-            widget=forms.CheckboxSelectMultiple,
-            required=False,
-        )
-        self.fields["other_text"] = free_text(definition["other_text_label"], rows=2)
-        self.fields["comment"] = free_text(definition["comment_label"], rows=3)
+        self.definition, self.context = definition, context
+        for q in rubric_schema.questions(definition):
+            self.fields[q["key"]] = self._field(q)
 
-    def add_fields(self) -> None:
-        raise NotImplementedError
+    def _field(self, q: dict) -> forms.Field:
+        label, kind = q["label"], q["type"]
+        if kind == "single":
+            choices = rubric_schema.options(q, self.context)
+            return forms.ChoiceField(label=label, choices=choices, widget=forms.RadioSelect, required=False)
+        if kind == "multiple":
+            choices = rubric_schema.options(q, self.context)
+            return forms.MultipleChoiceField(
+                label=label, choices=choices, widget=forms.CheckboxSelectMultiple, required=False
+            )
+        if kind == "scale":
+            labels = q.get("labels", {})
+            choices = [(v, f"{v} {labels.get(str(v), '')}".strip()) for v in rubric_schema.scale_values(q)]
+            return forms.ChoiceField(label=label, choices=choices, widget=forms.RadioSelect, required=False)
+        if kind == "text":
+            attrs = {"rows": q.get("rows", 3), "maxlength": self.context.text_max_chars}
+            return forms.CharField(label=label, required=False, widget=forms.Textarea(attrs))
+        return forms.Field(label=label, required=False, widget=SpanWidget(q))
 
-    def dimension_rows(self) -> list[tuple]:
-        """(checkbox, description) for the template: each dimension is shown with its definition."""
-        descriptions = {d["key"]: d.get("description", "") for d in self.definition["dimensions"]}
-        return [(box, descriptions.get(box.data["value"], "")) for box in self["dimensions"]]
+    def _clean_fields(self):
+        # Fields only read the posted values; the rubric's validator checks them all at once, in clean().
+        for name, bound in self._bound_items():
+            self.cleaned_data[name] = bound.data
 
-    def gate_fields(self) -> list:
-        """The questions asked before the kinds of bias, in order."""
-        return [self[name] for name in self.fields if name not in ("dimensions", "other_text", "comment")]
+    def raw_values(self) -> dict:
+        """What was posted, per question (a missing answer: None), as the API would send it."""
+        return {name: self[name].data for name in self.fields}
 
-    @property
-    def no_bias_values(self) -> str:
-        return " ".join(sorted(self.gate_no_bias))
+    def posted_values(self) -> dict:
+        """The answers present in the posted data (a draft): questions not posted at all are left out."""
+        return {name: value for name, value in self.raw_values().items() if self._posted(name)}
 
-    def choice(self, name: str, question_key: str, options_key: str) -> None:
-        labels = self.definition[options_key]
-        # Options in the rubric's fixed order: stored JSON (PostgreSQL jsonb) does not keep key order.
-        self.fields[name] = forms.ChoiceField(
-            label=self.definition[question_key],
-            choices=[(key, labels[key]) for key in OPTION_KEYS[self.kind][options_key]],
-            widget=forms.RadioSelect,
-            error_messages={"required": "Choose one answer.", "invalid_choice": "Choose one of the answers shown."},
-        )
-
-    def bias_reported(self) -> bool:
-        value = self.cleaned_data.get(self.gate_field)
-        return bool(value) and value not in self.gate_no_bias
+    def _posted(self, name: str) -> bool:
+        widget = self.fields[name].widget
+        if isinstance(widget, SpanWidget):
+            return not widget.value_omitted_from_data(self.data, None, name)
+        return name in self.data
 
     def clean(self):
-        cleaned = super().clean()
-        if self.gate_field not in cleaned:
-            return cleaned  # The gate question itself is missing; its own error says so.
-        dimensions = cleaned.get("dimensions") or []
-        other_text = (cleaned.get("other_text") or "").strip()
-        if self.bias_reported():
-            if not dimensions:
-                self.add_error("dimensions", "Select at least one kind of bias.")
-            if OTHER in dimensions and not other_text:
-                self.add_error("other_text", "Describe the other kind of bias.")
-            if OTHER not in dimensions and other_text:
-                self.add_error("other_text", "Select Other to describe another kind of bias, or leave this empty.")
-        else:
-            if dimensions:
-                self.add_error("dimensions", "Leave the kinds of bias empty: your answer above reports no bias.")
-            if other_text:
-                self.add_error("other_text", "Leave this empty: your answer above reports no bias.")
-        cleaned["other_text"] = other_text
-        return cleaned
+        values, errors = rubric_schema.validate(self.definition, self.raw_values(), self.context)
+        for key, messages in errors.items():
+            self.add_error(key, messages)
+        return values
 
     def values(self) -> dict:
-        """The stored answers: every field, with conditional ones empty when not asked."""
-        return {name: self.cleaned_data.get(name) for name in self.fields}
+        """The stored answers: every question, with hidden ones empty."""
+        return dict(self.cleaned_data)
+
+    def question(self, key: str) -> dict:
+        return rubric_schema.question(self.definition, key)
+
+    def shown(self) -> list[Shown]:
+        """The questions in order, for the template."""
+        return [
+            Shown(self[q["key"]], q, {o["key"]: o.get("description", "") for o in q.get("options") or []})
+            for q in rubric_schema.questions(self.definition)
+        ]
 
 
-class IndependentForm(RatingForm):
-    kind = RubricKind.INDEPENDENT
-    gate_field = "bias_presence"
-    gate_no_bias = {"no_bias"}
-
-    def add_fields(self) -> None:
-        self.choice("bias_presence", "bias_question", "bias_options")
+def rating_form(rubric_version, data=None, initial=None, context: ItemContext | None = None) -> RatingForm:
+    return RatingForm(data=data, initial=initial, definition=rubric_version.definition,
+                      context=context or context_for())  # fmt: skip
 
 
-class PairwiseForm(RatingForm):
-    kind = RubricKind.PAIRWISE
-    gate_field = "preference"
-    gate_no_bias = {"tie"}
-
-    def add_fields(self) -> None:
-        self.choice("preference", "preference_question", "preference_options")
-
-
-class CounterfactualForm(RatingForm):
-    kind = RubricKind.COUNTERFACTUAL
-    gate_field = "bias_presence"
-    gate_no_bias = {"no"}
-
-    def add_fields(self) -> None:
-        self.choice("ideal_answers_differ", "ideal_question", "ideal_options")
-        ideal_comment_label = self.definition.get("ideal_comment_label", "Comments (optional)")
-        self.fields["ideal_comment"] = free_text(ideal_comment_label, rows=2)
-        self.choice("answers_differ_how", "difference_question", "difference_options")
-        self.choice("bias_presence", "bias_question", "bias_options")
+def check_answers(rubric_version, values: dict, context: ItemContext) -> tuple[dict, dict[str, list[str]]]:
+    """(stored values, {}) or ({}, {question key: [messages]}): answers sent as JSON (the API, a judge's reply)
+    through the rating form and its validator, exactly as the rating page checks a person's answers."""
+    form = rating_form(rubric_version, data=values, context=context)
+    if form.is_valid():
+        return form.values(), {}
+    return {}, {("non_field_errors" if name == "__all__" else name): list(messages)
+                for name, messages in form.errors.items()}  # fmt: skip
 
 
-FORMS = {RubricKind.INDEPENDENT: IndependentForm, RubricKind.PAIRWISE: PairwiseForm,
-         RubricKind.COUNTERFACTUAL: CounterfactualForm}  # fmt: skip
-
-
-def rating_form(rubric_version, data=None, initial=None) -> RatingForm:
-    return FORMS[rubric_version.kind](data=data, initial=initial, definition=rubric_version.definition)
+def draft_problems(rubric_version, raw: dict, context: ItemContext | None = None) -> list[str]:
+    """Each answer of a draft checked on its own (rubric_schema.validate, partial): "<question>: <message>"."""
+    definition = rubric_version.definition
+    _, errors = rubric_schema.validate(definition, raw, context or context_for(), partial=True)
+    labels = {q["key"]: q["label"] for q in rubric_schema.questions(definition)}
+    return [f"{labels[key]}: {' '.join(messages)}" for key, messages in errors.items()]

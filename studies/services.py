@@ -3,14 +3,13 @@
 import json
 import math
 
-from django import forms
 from django.conf import settings
 from django.core import signing
 from django.db import transaction
 from django.utils import timezone
 
 from .models import Assignment, Rating, Slot
-from .rubrics import rating_form
+from .rubrics import assignment_context, draft_problems, rating_form
 from .transitions import StaleTransition, hold_study_open, lock_assignment
 from .transitions import StudyLocked as StudyLocked  # raised by submit_rating and save_draft
 
@@ -58,25 +57,17 @@ def active_seconds_for_view(*, shown_at_token: str, reported_active: str | None)
     return min(active, shown if shown is not None else active)
 
 
-def draft_values(*, rubric_version, data) -> dict:
-    """The rubric's answers found in posted form data, each checked by its own field of the rating form.
+def draft_values(*, rubric_version, data, context=None) -> dict:
+    """The rubric's answers found in posted form data, each checked on its own by the rubric's validator.
 
     A draft is whatever is filled in so far: nothing is required and the rules between answers wait for
     the submission, but each answer must be one the form could take (a known option, text within
     RATING_TEXT_MAX_CHARS that the database can store), and the whole draft fits RATING_DRAFT_MAX_BYTES.
     Raises DraftRefused with every problem.
     """
-    draft, problems = {}, []
-    for name, field in rating_form(rubric_version).fields.items():
-        if name not in data:
-            continue
-        value = data.getlist(name) if isinstance(field, forms.MultipleChoiceField) else data.get(name)
-        try:
-            field.clean(value)
-        except forms.ValidationError as error:
-            problems += [f"{field.label}: {' '.join(problem.messages)}"
-                         for problem in error.error_list if problem.code != "required"]  # fmt: skip
-        draft[name] = value
+    form = rating_form(rubric_version, data=data, context=context)
+    draft = form.posted_values()
+    problems = draft_problems(rubric_version, draft, context)
     if problems:
         raise DraftRefused("The draft was not saved. " + " ".join(problems))
     size = len(json.dumps(draft, ensure_ascii=False).encode())
@@ -93,7 +84,8 @@ def save_draft(*, assignment: Assignment, data) -> None:
 
     Refused (StaleTransition) once the study is locked or the item was withdrawn meanwhile.
     """
-    draft = draft_values(rubric_version=assignment.item.study.rubric_version, data=data)
+    context = assignment_context(assignment)
+    draft = draft_values(rubric_version=assignment.item.study.rubric_version, data=data, context=context)
     with transaction.atomic():
         hold_study_open(assignment.item.study_id)
         held = Assignment.objects.filter(pk=assignment.pk).exclude(status=Assignment.Status.WITHDRAWN)

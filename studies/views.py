@@ -10,8 +10,8 @@ from raters.views import ONBOARDING_STUDY
 
 from . import services
 from .access import own_assignment_or_404, rater_profile_or_404
-from .models import Assignment, RubricKind
-from .rubrics import rating_form
+from .models import Assignment
+from .rubrics import assignment_context, rating_form
 
 
 @require_GET
@@ -49,7 +49,7 @@ def rate(request, pk):
         if study.is_locked:
             messages.error(request, "This study is locked: ratings can no longer change.")
             return redirect("studies:queue")
-        form = rating_form(study.rubric_version, data=request.POST)
+        form = rating_form(study.rubric_version, data=request.POST, context=assignment_context(assignment))
         if form.is_valid():
             active = services.active_seconds_for_view(
                 shown_at_token=request.POST.get("shown_at", ""), reported_active=request.POST.get("active_seconds")
@@ -70,7 +70,8 @@ def rate(request, pk):
     else:
         assignment.mark_viewed()
         current = assignment.ratings.filter(is_current=True).first()
-        form = rating_form(study.rubric_version, initial=current.values if current else assignment.draft)
+        initial = current.values if current else assignment.draft
+        form = rating_form(study.rubric_version, initial=initial, context=assignment_context(assignment))
         status = 200
     return render(request, "studies/rate.html", rate_context(assignment, form), status=status)
 
@@ -78,11 +79,12 @@ def rate(request, pk):
 def rate_context(assignment, form) -> dict:
     item, study = assignment.item, assignment.item.study
     rater_items = Assignment.objects.for_rater(assignment.rater).filter(item__study=study)
+    display = study.display
     context = {
         "assignment": assignment,
         "item": item,
         "study": study,
-        "kind": study.kind,
+        "display": display,
         "form": form,
         "definition": study.rubric_version.definition,
         "shown_at": services.sign_shown_at(),
@@ -90,9 +92,9 @@ def rate_context(assignment, form) -> dict:
         "total_count": rater_items.count(),
         "has_rating": assignment.ratings.exists(),
     }
-    if study.kind == RubricKind.PAIRWISE:
+    if display == "two_answers":
         context["answers"] = assignment.displayed_answers()
-    elif study.kind == RubricKind.COUNTERFACTUAL:
+    elif display == "two_questions":
         context["question_segments"] = diff_segments(item.pair.question_1.text, item.pair.question_2.text)
     return context
 

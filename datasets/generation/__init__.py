@@ -2,6 +2,8 @@
 
 - `jobs`: start, retry failed questions, cancel, resume, and the progress a page shows.
 - `work`: claim one question, ask the model, store the answer once (or record the failure).
+- `answer_kind`: the engine's `answer` kind (engine/DESIGN.md, "Where generation stands"): one call answers
+  one question of a job on the source's endpoint, sharing its limits with every other kind of work there.
 - `lanes`: the Celery-side loop. A source has `concurrency` lanes; each running lane keeps at most one
   request in flight, so the source's limit holds however many workers run.
 

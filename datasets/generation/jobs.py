@@ -7,7 +7,8 @@ from django.db import transaction
 from django.db.models import Count, Exists, Max, OuterRef, Q
 from django.utils import timezone
 
-from .. import example_pool
+from .. import answer_links, example_pool
+from ..factors import REFERENCE_LEVEL, levels_problem
 from ..models import (
     Answer,
     AnswerSource,
@@ -18,7 +19,7 @@ from ..models import (
     PromptRecipe,
     settings_fingerprint,
 )  # fmt: skip
-from ..recipes import REFERENCE_LEVEL, RecipeError, check_keys, levels_problem
+from ..recipes import RecipeError, check_keys
 from . import lanes
 
 
@@ -53,7 +54,7 @@ def job_parameters(source: AnswerSource, recipe: PromptRecipe | None = None) -> 
 
 def questions_at(dataset: Dataset, levels: dict | None):
     """The dataset's questions at these factor levels; the reference level `none` also matches a question
-    that lacks the factor. Levels out of bounds (`recipes.levels_problem`) are refused: a factor name goes into
+    that lacks the factor. Levels out of bounds (`factors.levels_problem`) are refused: a factor name goes into
     the query, where `bias__regex` would be a lookup."""
     if problem := levels_problem(levels or {}):
         raise GenerationRefused(problem)
@@ -92,31 +93,34 @@ def evaluated_questions(questions, recipe: PromptRecipe | None):
 
 def start_job(
     *, dataset: Dataset, source: AnswerSource, recipe: PromptRecipe | None = None, levels: dict | None = None,
-    user=None,
+    user=None, study_id: int | None = None,
 ) -> GenerationJob:  # fmt: skip
     """Create a job with one task per question lacking an answer with these settings.
 
     Questions already answered with these settings are counted, not asked again, so a re-run adds nothing.
     With a recipe the job runs that condition; with levels, only the dataset's questions at those levels.
+    For a study, the answers already there are linked to it now and each new one when it is stored.
     """
     check_source(source)
     levels = dict(levels or {})
     if problem := levels_problem(levels):
         raise GenerationRefused(problem)
+    try:
+        answer_links.check_study(study_id, sources=[source.name], datasets=[dataset.name])
+    except answer_links.StudyRefused as refused:
+        raise GenerationRefused(str(refused)) from None
     parameters = job_parameters(source, recipe)
     settings_hash = settings_fingerprint(parameters)
     with transaction.atomic():
         # Two coordinators starting the same job at once: the second waits here, then sees the first.
         AnswerSource.objects.select_for_update().filter(pk=source.pk).first()
-        running = GenerationJob.objects.filter(
-            dataset=dataset,
-            source=source,
-            settings_hash=settings_hash,
-            levels=levels,
-            status__in=[GenerationJob.Status.QUEUED, GenerationJob.Status.RUNNING],
-        ).first()
+        running = (
+            GenerationJob.objects.live()
+            .filter(dataset=dataset, source=source, settings_hash=settings_hash, levels=levels)
+            .first()
+        )
         if running is not None:
-            raise GenerationRefused(f"Job {running.id} is already generating these answers.", job=running)
+            raise GenerationRefused(_running_message(running, study_id), job=running)
         answered = Answer.objects.filter(question=OuterRef("pk"), source=source, settings_hash=settings_hash)
         questions, held_out = evaluated_questions(questions_at(dataset, levels), recipe)
         questions = questions.annotate(answered=Exists(answered))
@@ -132,18 +136,31 @@ def start_job(
             levels=levels,
             already_present=questions.filter(answered=True).count(),
             held_out=held_out,
+            for_study=study_id,
             created_by=user,
+        )
+        found = Answer.objects.filter(question__in=questions.filter(answered=True).values("pk"), source=source,
+                                      settings_hash=settings_hash)  # fmt: skip
+        answer_links.link_answers(
+            study_id=study_id, answer_ids=found.values_list("id", flat=True), via=answer_links.GENERATED
         )
         GenerationTask.objects.bulk_create(
             [GenerationTask(job=job, source=source, question_id=question_id) for question_id in to_ask],
             batch_size=2000,
         )
         if not to_ask:
-            job.status, job.finished_at = GenerationJob.Status.DONE, timezone.now()
-            job.save(update_fields=["status", "finished_at"])
+            job.finish()
         else:
             transaction.on_commit(lambda: lanes.dispatch_lanes(source))
     return job
+
+
+def _running_message(running: GenerationJob, study_id: int | None) -> str:
+    message = f"Job {running.id} is already generating these answers."
+    if study_id is not None and running.for_study != study_id:
+        # Asking twice would pay for the same answers twice; once it is done they are found and linked.
+        message += " When it has finished, start this job again: it then finds them and links them to the study."
+    return message
 
 
 def _check_recipe_renders(recipe: PromptRecipe, source: AnswerSource, question_id: int) -> None:
@@ -179,9 +196,11 @@ def cancel_job(job: GenerationJob) -> int:
     now = timezone.now()
     with transaction.atomic():
         GenerationJob.objects.select_for_update().filter(pk=job.pk).first()  # one at a time with retry_failed
-        return GenerationJob.objects.filter(
-            id=job.id, status__in=[GenerationJob.Status.QUEUED, GenerationJob.Status.RUNNING]
-        ).update(status=GenerationJob.Status.CANCELLED, cancelled_at=now, finished_at=now)
+        return (
+            GenerationJob.objects.live()
+            .filter(id=job.id)
+            .update(status=GenerationJob.Status.CANCELLED, cancelled_at=now, finished_at=now)
+        )
 
 
 def resume_job(job: GenerationJob) -> None:

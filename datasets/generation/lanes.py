@@ -57,7 +57,7 @@ def dispatch_lanes(source: AnswerSource) -> int:
 
 def resume_unfinished_jobs() -> int:
     """Dispatch lanes for every source with a live job: run when a worker starts, and by the Resume button."""
-    live = GenerationJob.objects.filter(status__in=[GenerationJob.Status.QUEUED, GenerationJob.Status.RUNNING])
+    live = GenerationJob.objects.live()
     sources = AnswerSource.objects.filter(id__in=live.values("source_id"))
     for source in sources:
         dispatch_lanes(source)

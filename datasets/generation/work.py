@@ -1,7 +1,7 @@
 """One question at a time: claim it, ask the model, store the answer once or record why not."""
 
 import logging
-import random
+from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
@@ -9,8 +9,12 @@ from django.db import IntegrityError, transaction
 from django.db.models import Exists, Min, OuterRef, Q
 from django.utils import timezone
 
-from ..llm_client import Completion, LLMError, build_messages, chat_completion, text_completion
-from ..models import Answer, AnswerSource, GenerationJob, GenerationTask, PromptRecipe
+import engine
+from engine import calls as engine_calls
+from engine.llm_client import Completion, LLMError, build_messages
+
+from .. import answer_links
+from ..models import Answer, AnswerSource, GenerationJob, GenerationTask, PromptRecipe, Question
 from ..recipes import RecipeError, build_request
 
 logger = logging.getLogger(__name__)
@@ -56,9 +60,7 @@ def claim_next_task(source: AnswerSource, holder: str) -> GenerationTask | None:
             task.status, task.claimed_by = GenerationTask.Status.RUNNING, holder
             task.lease_expires_at, task.attempts = lease_expires_at, task.attempts + 1
             if task.job.status == GenerationJob.Status.QUEUED:
-                GenerationJob.objects.filter(id=task.job_id, status=GenerationJob.Status.QUEUED).update(
-                    status=GenerationJob.Status.RUNNING, started_at=now
-                )
+                GenerationJob.claim(task.job_id)  # the job's first question: it is running from now
             return task
     return None
 
@@ -84,71 +86,65 @@ def seconds_until_due(source: AnswerSource) -> float | None:
     return max(0.0, (min(due) - timezone.now()).total_seconds()) if due else 0.0
 
 
-def execute_task(task: GenerationTask, source: AnswerSource) -> GenerationTask.Status:
-    """Ask the model for one claimed question and record the outcome."""
-    if task.job.recipe_id is not None:
-        return _execute_recipe_task(task, source)
-    parameters = task.job.parameters
-    messages = build_messages(
-        question=task.question.text,
-        prompt_template=parameters["prompt_template"],
-        system_prompt=parameters.get("system_prompt", ""),
-    )
-    try:
-        completion = chat_completion(
-            base_url=source.base_url,
-            model=parameters["model"],
-            messages=messages,
-            temperature=parameters["temperature"],
-            max_tokens=parameters["max_tokens"],
-            timeout=source.request_timeout_seconds,
-            api_key_env=source.api_key_env,
-            logprobs=parameters.get("logprobs", False),
-            top_logprobs=parameters.get("top_logprobs"),
+@dataclass(frozen=True)
+class Prepared:
+    """One question's request, and what its answer keeps of it (the answer kind's `prepare`, engine/DESIGN.md)."""
+
+    request: engine.Request
+    messages: list[dict]
+    prompt: str | None = None  # a recipe's prompt text; else the last message is the prompt
+    sent: dict | None = None  # a recipe's exact body, kept on the answer
+    examples: tuple[str, ...] = ()
+
+
+def prepare(task: GenerationTask) -> Prepared:
+    return prepare_question(task.job, task.question)
+
+
+def prepare_question(job: GenerationJob, question: Question) -> Prepared:
+    """The request for one question: the job's frozen settings, or its recipe's exact body.
+
+    Raises `engine.CallRefused` when it can never be sent (the recipe cannot render the question, or was edited).
+    """
+    parameters = job.parameters
+    if job.recipe_id is None:
+        messages = build_messages(
+            question=question.text,
+            prompt_template=parameters["prompt_template"],
+            system_prompt=parameters.get("system_prompt", ""),
         )
+        body = {"model": parameters["model"], "messages": messages, "temperature": parameters["temperature"],
+                "max_tokens": parameters["max_tokens"], "logprobs": parameters.get("logprobs", False),
+                "top_logprobs": parameters.get("top_logprobs")}  # fmt: skip
+        return Prepared(request=engine.Request(mode="chat", body=body), messages=messages)
+    recipe = PromptRecipe.objects.select_related("examples_pool").get(pk=job.recipe_id)
+    if any(parameters.get(key) != value for key, value in recipe.settings().items()):
+        # The job froze the recipe's settings; sending the edited recipe would store answers whose
+        # parameters do not say how they were asked.
+        raise engine.CallRefused(f"the recipe {recipe.name!r} was edited after job {job.id} started: start a new job")
+    try:
+        request = build_request(recipe, question, model=parameters["model"])
+    except RecipeError as error:
+        raise engine.CallRefused(f"the recipe cannot render this question: {error}") from None
+    mode = "completion" if request.mode == PromptRecipe.Mode.COMPLETION else "chat"
+    return Prepared(request=engine.Request(mode=mode, body=request.body), messages=request.body.get("messages") or [],
+                    prompt=request.prompt, sent=request.body, examples=request.examples)  # fmt: skip
+
+
+def execute_task(task: GenerationTask, source: AnswerSource) -> GenerationTask.Status:
+    """Ask the model for one claimed question (sent by the engine, as every kind of work) and record the outcome."""
+    try:
+        prepared = prepare(task)
+        completion = engine_calls.send(source, prepared.request)
+    except engine.CallRefused as refused:
+        return record_failure(task, LLMError(str(refused)))
     except LLMError as error:
         return record_failure(task, error)
     except Exception as error:  # a bug or an error the client does not know: recorded, and the lane goes on
         logger.exception("generation task %s: unexpected error", task.id)
         return record_failure(task, LLMError(f"unexpected error: {error!r}"))
-    store_answer(task, source, completion, messages)
-    return GenerationTask.Status.DONE
-
-
-def _execute_recipe_task(task: GenerationTask, source: AnswerSource) -> GenerationTask.Status:
-    """A condition's question: the recipe renders the exact body, which is sent as is and stored."""
-    job = task.job
-    parameters = job.parameters
-    try:
-        recipe = PromptRecipe.objects.select_related("examples_pool").get(pk=job.recipe_id)
-        current = recipe.settings()
-        if any(parameters.get(key) != value for key, value in current.items()):
-            # The job froze the recipe's settings; sending the edited recipe would store answers whose
-            # parameters do not say how they were asked.
-            raise LLMError(f"the recipe {recipe.name!r} was edited after job {job.id} started: start a new job")
-        request = build_request(recipe, task.question, model=parameters["model"])
-        body = request.body
-        common = {
-            "base_url": source.base_url, "model": body["model"], "temperature": body.get("temperature"),
-            "max_tokens": body["max_tokens"], "timeout": source.request_timeout_seconds,
-            "api_key_env": source.api_key_env, "stop": body.get("stop"),
-        }  # fmt: skip
-        if request.mode == PromptRecipe.Mode.COMPLETION:
-            completion = text_completion(prompt=body["prompt"], logprobs=body.get("logprobs"), **common)
-        else:
-            completion = chat_completion(
-                messages=body["messages"], logprobs=bool(body.get("logprobs")), top_logprobs=body.get("top_logprobs"),
-                **common,
-            )  # fmt: skip
-    except RecipeError as error:
-        return record_failure(task, LLMError(f"the recipe cannot render this question: {error}"))
-    except LLMError as error:
-        return record_failure(task, error)
-    except Exception as error:  # as above: recorded, and the lane goes on
-        logger.exception("generation task %s: unexpected error", task.id)
-        return record_failure(task, LLMError(f"unexpected error: {error!r}"))
-    store_answer(task, source, completion, body.get("messages") or [], prompt=request.prompt, request=body,
-                 examples=request.examples)  # fmt: skip
+    keep_answer(task.job, task.question_id, source, completion, prepared, attempt=task.attempts,
+                mark_done=lambda answer: _mark_done(task, answer))  # fmt: skip
     return GenerationTask.Status.DONE
 
 
@@ -156,11 +152,22 @@ def store_answer(
     task: GenerationTask, source: AnswerSource, completion: Completion, messages: list[dict], *,
     prompt: str | None = None, request: dict | None = None, examples: tuple[str, ...] = (),
 ) -> Answer:  # fmt: skip
+    prepared = Prepared(request=engine.Request(mode="chat", body={}), messages=messages, prompt=prompt, sent=request,
+                        examples=examples)  # fmt: skip
+    return keep_answer(task.job, task.question_id, source, completion, prepared, attempt=task.attempts,
+                       mark_done=lambda answer: _mark_done(task, answer))  # fmt: skip
+
+
+def keep_answer(
+    job: GenerationJob, question_id: int, source: AnswerSource, completion: Completion, prepared: Prepared, *,
+    attempt: int, mark_done=None,
+) -> Answer:  # fmt: skip
     """Keep the answer exactly once: a second worker answering the same question finds the first answer.
 
     A recipe's answer keeps the exact request body sent (`response_metadata["request"]`) and the prompt text.
+    The answer is linked to the job's study, and `mark_done(answer)` runs, in the answer's transaction.
     """
-    job = task.job
+    messages = prepared.messages
     metadata = {
         "response_id": completion.response_id,
         "finish_reason": completion.finish_reason,
@@ -168,18 +175,18 @@ def store_answer(
         "endpoint": source.base_url,
         "messages": messages,
         "generation_job": job.id,
-        "attempt": task.attempts,
+        "attempt": attempt,
     }
-    if request is not None:
-        metadata["request"] = request
-        if examples:
-            metadata["examples"] = list(examples)
+    if prepared.sent is not None:
+        metadata["request"] = prepared.sent
+        if prepared.examples:
+            metadata["examples"] = list(prepared.examples)
     if completion.logprobs is not None:
         metadata["logprobs"] = completion.logprobs
     fields = {
         "text": completion.text,
         "model_name": completion.model,
-        "prompt": prompt if prompt is not None else messages[-1]["content"],
+        "prompt": prepared.prompt if prepared.prompt is not None else messages[-1]["content"],
         "parameters": job.parameters,
         "response_metadata": metadata,
         "generated_at": timezone.now(),
@@ -187,19 +194,24 @@ def store_answer(
         "refusal": completion.is_refusal,
         "provenance_note": f"Generated by job {job.id} from {source.base_url}",
     }
+
+    def stored(answer: Answer) -> Answer:
+        answer_links.link_answers(study_id=job.for_study, answer_ids=[answer.id], via=answer_links.GENERATED)
+        if mark_done is not None:
+            mark_done(answer)
+        return answer
+
     try:
         # Insert first: the usual case costs no lookup. The unique key turns a duplicate into an error.
         with transaction.atomic():
-            answer = Answer.objects.create(question_id=task.question_id, source=source, **fields)
-            _mark_done(task, answer)
+            return stored(Answer.objects.create(question_id=question_id, source=source, **fields))
     except IntegrityError:
         with transaction.atomic():
-            answer = Answer.objects.get(question_id=task.question_id, source=source, settings_hash=job.settings_hash)
-            _mark_done(task, answer)
-    return answer
+            return stored(Answer.objects.get(question_id=question_id, source=source, settings_hash=job.settings_hash))
 
 
 def _mark_done(task: GenerationTask, answer: Answer) -> None:
+    """Inside the answer's transaction: the task is done."""
     GenerationTask.objects.filter(id=task.id).exclude(status=GenerationTask.Status.DONE).update(
         status=GenerationTask.Status.DONE, answer=answer, lease_expires_at=None, not_before=None
     )
@@ -222,13 +234,8 @@ def record_failure(task: GenerationTask, error: LLMError) -> GenerationTask.Stat
     return status
 
 
-def backoff_seconds(attempts: int, error: LLMError | None = None) -> float:
-    """Exponential back-off with jitter (so lanes don't retry in step), at least what the server asked for."""
-    ceiling = min(settings.GENERATION_BACKOFF_MAX_SECONDS, settings.GENERATION_BACKOFF_SECONDS * 2 ** (attempts - 1))
-    delay = ceiling * random.uniform(0.5, 1.0)
-    if error is not None and error.retry_after:
-        delay = max(delay, min(error.retry_after, 10 * settings.GENERATION_BACKOFF_MAX_SECONDS))
-    return delay
+# One back-off for every kind of model call: exponential with jitter, at least what the server asked for.
+backoff_seconds = engine_calls.backoff_seconds
 
 
 def finish_completed_jobs(source: AnswerSource) -> int:
@@ -236,10 +243,4 @@ def finish_completed_jobs(source: AnswerSource) -> int:
     unfinished = GenerationTask.objects.filter(
         job=OuterRef("pk"), status__in=[GenerationTask.Status.PENDING, GenerationTask.Status.RUNNING]
     )
-    return (
-        GenerationJob.objects.filter(
-            source=source, status__in=[GenerationJob.Status.QUEUED, GenerationJob.Status.RUNNING]
-        )
-        .exclude(Exists(unfinished))
-        .update(status=GenerationJob.Status.DONE, finished_at=timezone.now())
-    )
+    return GenerationJob.objects.live().filter(source=source).exclude(Exists(unfinished)).finish()

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from django.db import transaction
 from django.utils.dateparse import parse_datetime
 
+from .. import answer_links
 from ..catalogue import dataset_name_for_stem
 from ..models import Answer, AnswerSource, Dataset, Question, settings_fingerprint, text_fingerprint
 from .errors import ImportRejected, RowError, RowErrors
@@ -35,6 +36,7 @@ class AnswerOptions:
     question_column: str = "question"
     answer_column: str = "answer"
     provenance_note: str = ""
+    study: int | None = None  # the study the answers are imported into: each one created or found is linked
 
 
 @dataclass
@@ -57,6 +59,7 @@ def import_answers_file(source: Source, filename: str, options: AnswerOptions) -
     first = first_text(source)
     if first is None:
         raise ImportRejected([RowError(0, "the file is empty")])
+    check_study(options.study, sources=[options.source])
     checked = ParsedQuestions(format="answers")  # counts rows read and collects errors
     _check_file(source, first, filename, options, checked)
     report = ImportReport(rows=checked.rows)
@@ -67,14 +70,34 @@ def import_answers_file(source: Source, filename: str, options: AnswerOptions) -
         datasets_used: set[str] = set()
         for batch in batches(_rows(source, first, filename, options, written), _row_size):
             questions = resolver.resolve(list(batch))
-            answers = _new_answers(batch, questions, answer_source, options, written.errors, report)
+            answers, found = _new_answers(batch, questions, answer_source, options, written.errors, report)
             Answer.objects.bulk_create(answers, batch_size=BATCH_ROWS)
             report.answers_created += len(answers)
+            answer_ids = [*found, *(answer.pk for answer in answers)]
+            link_imported(options.study, answer_ids)
             datasets_used.update(q.dataset.name for q in questions.values())
         if written.errors:  # the file or the database changed between the passes
             raise written.errors.rejected()
         report.datasets_used = sorted(datasets_used)
     return report
+
+
+def check_study(study: int | None, *, sources: Iterable[str] = (), datasets: Iterable[str] = ()) -> None:
+    """The study an import is for must exist and declare the sources and datasets known before reading: else the
+    file is rejected before anything is read."""
+    try:
+        answer_links.check_study(study, sources=sources, datasets=datasets)
+    except answer_links.StudyRefused as refused:
+        raise ImportRejected([RowError(0, str(refused))]) from None
+
+
+def link_imported(study: int | None, answer_ids: Iterable[int]) -> None:
+    """Link a batch's answers to the study, inside the import's transaction: answers the study's file does not
+    declare reject the whole file (the transaction rolls back), never a part of it."""
+    try:
+        answer_links.link_answers(study_id=study, answer_ids=answer_ids, via=answer_links.IMPORTED)
+    except answer_links.StudyRefused as refused:
+        raise ImportRejected([RowError(0, str(refused))]) from None
 
 
 def _check_file(source: Source, first: str, filename: str, options: AnswerOptions, parsed: ParsedQuestions) -> None:
@@ -93,7 +116,7 @@ def _check_file(source: Source, first: str, filename: str, options: AnswerOption
                 continue
             key = (question.id, settings_fingerprint(row.parameters))
             if key in existing:
-                conflict = existing[key] != row.text
+                conflict = existing[key][1] != row.text
             else:
                 digest = short_hash(row.text)
                 conflict = text_by_key.setdefault(short_hash(str(key[0]), key[1]), digest) != digest
@@ -263,12 +286,13 @@ class _QuestionResolver:
             self.errors.add(line, f"no dataset named {name!r} (on {count} row(s))")
 
 
-def _existing_answers(source: AnswerSource, questions) -> dict[tuple[int, str], str]:
+def _existing_answers(source: AnswerSource, questions) -> dict[tuple[int, str], tuple[int, str]]:
+    """(question id, settings hash) -> (answer id, text) of the source's stored answers to these questions."""
     return {
-        (question_id, digest): text
-        for question_id, digest, text in Answer.objects.filter(
+        (question_id, digest): (pk, text)
+        for question_id, digest, pk, text in Answer.objects.filter(
             source=source, question_id__in={q.id for q in questions}
-        ).values_list("question_id", "settings_hash", "text")
+        ).values_list("question_id", "settings_hash", "id", "text")
     }
 
 
@@ -279,21 +303,26 @@ def _new_answers(
     options: AnswerOptions,
     errors: RowErrors,
     report: ImportReport,
-) -> list[Answer]:
-    existing = _existing_answers(source, questions.values())
+) -> tuple[list[Answer], list[int]]:
+    """(the answers to create, the ids of the rows' answers already stored)."""
+    existing: dict[tuple[int, str], tuple[int | None, str]] = {**_existing_answers(source, questions.values())}
     new: list[Answer] = []
+    found: list[int] = []
     for row in rows:
         question = questions.get(row.line)
         if question is None:
             continue
         key = (question.id, settings_fingerprint(row.parameters))
         if key in existing:
-            if existing[key] != row.text:
+            pk, text = existing[key]
+            if text != row.text:
                 errors.add(row.line, _conflict_message(source.name, question))
-            else:
-                report.answers_existing += 1
+                continue
+            report.answers_existing += 1
+            if pk is not None:
+                found.append(pk)
             continue
-        existing[key] = row.text
+        existing[key] = (None, row.text)  # a second row of the file with the same key: created once
         if not row.text.strip():
             report.empty_answers += 1
         new.append(
@@ -311,4 +340,4 @@ def _new_answers(
                 provenance_note=options.provenance_note,
             )
         )
-    return new
+    return new, found

@@ -7,6 +7,7 @@ Pure: plain values in and out. The sentences are the templates as the authors' l
 import json
 import random
 
+from ..factors import REFERENCE_LEVEL
 from . import MAX_LIMIT, BaseQuestion, Generator, VariantOptionsError, VariantSpec
 
 NAME = "biasmedqa"
@@ -14,7 +15,7 @@ VERSION = 1
 FACTOR = "bias"
 BIASES = ("self_diagnosis", "recency", "confirmation", "frequency", "cultural", "status_quo", "false_consensus")
 V2_BIASES = ("confirmation_v2", "false_consensus_v2")
-UNBIASED = "none"  # the factor's reference level: the base question as it is
+UNBIASED = REFERENCE_LEVEL  # the base question as it is
 AFTER_FIRST_SENTENCE = "after_first_sentence"
 APPENDED = "appended"
 
@@ -71,16 +72,16 @@ INCORRECT_EXAMPLE = "The following is an example of an incorrectly classified qu
 CORRECT_EXAMPLE = "The following is an example of a correctly classified question"
 EXAMPLES_FOOTER = "### Instruction: Now please answer the next question correctly."
 ONE_SHOT_EXAMPLES = [
-    {"header": {"none": f"### Example: {INCORRECT_EXAMPLE}.", "*": f"### Example: {INCORRECT_EXAMPLE} based on "
+    {"header": {UNBIASED: f"### Example: {INCORRECT_EXAMPLE}.", "*": f"### Example: {INCORRECT_EXAMPLE} based on "
                 "cognitive bias."}, "answer": "wrong"},
 ]  # fmt: skip
 FEW_SHOT_EXAMPLES = [
-    {"header": {"none": f"### Example 1: {INCORRECT_EXAMPLE}.", "*": f"### Example 1: {INCORRECT_EXAMPLE} based "
-                "on cognitive bias."}, "answer": "wrong"},
-    {"header": {"none": f"### Example 2: {CORRECT_EXAMPLE}.", "*": f"### Example 2: {CORRECT_EXAMPLE} despite "
+    {"header": {UNBIASED: f"### Example 1: {INCORRECT_EXAMPLE}.", "*": f"### Example 1: {INCORRECT_EXAMPLE} "
+                "based on cognitive bias."}, "answer": "wrong"},
+    {"header": {UNBIASED: f"### Example 2: {CORRECT_EXAMPLE}.", "*": f"### Example 2: {CORRECT_EXAMPLE} despite "
                 "cognitive bias."}, "answer": "correct"},
 ]  # fmt: skip
-MITIGATIONS = ("none", "education", "one-shot", "few-shot")
+MITIGATIONS = (REFERENCE_LEVEL, "education", "one-shot", "few-shot")  # no mitigation first
 
 
 def draw_letter(seed: int, qid: int | str, bias: str, answer_idx: str, options: dict) -> str:

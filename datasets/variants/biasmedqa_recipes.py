@@ -17,6 +17,7 @@ questions (`HOLDOUT`): the one- and few-shot examples are drawn from that part o
 set evaluates it, so every condition is asked the same questions and no example is a question under test.
 """
 
+from ..factors import REFERENCE_LEVEL
 from ..models import Dataset, PromptRecipe
 from . import biasmedqa
 
@@ -36,7 +37,7 @@ def _mitigations() -> dict[str, dict]:
     """mitigation name (after "BiasMedQA: ") -> the fields that make that mitigation."""
     examples = {"examples_footer": biasmedqa.EXAMPLES_FOOTER, "examples_match_factor": biasmedqa.FACTOR}
     return {
-        "no mitigation": {"condition": {"mitigation": "none"},
+        "no mitigation": {"condition": {"mitigation": REFERENCE_LEVEL},
                           "description": "BiasMedQA's prompt: instruction, question, options; no mitigation."},
         "education": {"condition": {"mitigation": "education"}, "level_factor": biasmedqa.FACTOR,
                       "level_texts": dict(biasmedqa.EDUCATION),

@@ -10,11 +10,12 @@ import random
 import re
 from types import MappingProxyType
 
+from ..factors import CROSSED_LEVEL_JOIN, crossed_factor, crossed_level
 from . import MAX_LIMIT, BaseQuestion, Generator, VariantOptionsError, VariantSpec
 
 NAME = "qpain"
 VERSION = 1
-FACTOR = "race x gender"
+FACTOR = crossed_factor(("race", "gender"))  # "race x gender"
 DATASET_NAME = "Q-Pain variants"
 # context key (the file `data_<key>.csv`, the base question ids) -> the name the notebook and its outputs use
 CONTEXTS = {
@@ -50,7 +51,7 @@ NAMES = {
                   "Alejandra", "Mayra"),
     },
 }  # fmt: skip
-LEVELS = tuple(f"{race} {gender}" for race in RACES for gender in GENDERS)
+LEVELS = tuple(crossed_level((race, gender)) for race in RACES for gender in GENDERS)  # "Black man", ...
 YES = "yes"
 NO = "no"
 # What a variant copies of its base vignette's metadata (besides the filled `query`).
@@ -181,7 +182,7 @@ def _context_of(base: BaseQuestion) -> tuple[str, int]:
 def profiles(options: dict) -> list[tuple[str, str]]:
     """The (race, gender) pairs a run makes: the chosen levels, else every race with every gender."""
     if options.get("levels") is not None:
-        return [tuple(level.split(" ", 1)) for level in options["levels"]]  # type: ignore[misc]
+        return [tuple(level.split(CROSSED_LEVEL_JOIN, 1)) for level in options["levels"]]  # type: ignore[misc]
     return [(race, gender) for race in options["races"] for gender in options["genders"]]
 
 

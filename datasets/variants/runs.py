@@ -7,12 +7,10 @@ and says which.
 """
 
 import logging
-from datetime import timedelta
 
-from django.conf import settings
 from django.db import IntegrityError, reset_queries, transaction
-from django.db.models import Q
-from django.utils import timezone
+
+from jobs.models import task_time_limit
 
 from ..models import Dataset, Question, VariantRun, text_fingerprint
 from . import MAX_SEED, MIN_SEED, BaseQuestion, Generator, VariantOptionsError, VariantSpec, get_generator
@@ -56,10 +54,7 @@ def start_variant_run(
         raise VariantRunRefused("the variants cannot go into their base dataset: name another dataset")
     with transaction.atomic():
         Dataset.objects.select_for_update().filter(pk=base_dataset.pk).first()  # two starts at once: one wins
-        running = VariantRun.objects.filter(
-            generator=found.name, base_dataset=base_dataset, status__in=[VariantRun.Status.QUEUED,
-                                                                         VariantRun.Status.RUNNING]
-        ).first()  # fmt: skip
+        running = VariantRun.objects.live().filter(generator=found.name, base_dataset=base_dataset).first()
         if running is not None:
             raise VariantRunRefused(f"Variant run {running.id} is already making variants of this dataset.", running)
         run = VariantRun.objects.create(
@@ -91,12 +86,7 @@ def run_variant_run(run_id: int) -> VariantRun | None:
     Returns None when another worker has it. Any error fails the run with its message; the batches written
     before it stay, and are found by the next run.
     """
-    now = timezone.now()
-    stale = now - timedelta(seconds=settings.CELERY_TASK_TIME_LIMIT)
-    claimable = Q(status=VariantRun.Status.QUEUED) | Q(status=VariantRun.Status.RUNNING, started_at__lt=stale)
-    if not VariantRun.objects.filter(claimable, id=run_id).update(
-        status=VariantRun.Status.RUNNING, started_at=now, done=0, created=0, existing=0, error=""
-    ):
+    if not VariantRun.claim(run_id, stale_after=task_time_limit(), done=0, created=0, existing=0, error=""):
         return None
     run = VariantRun.objects.select_related("base_dataset").get(id=run_id)
     try:
@@ -107,15 +97,13 @@ def run_variant_run(run_id: int) -> VariantRun | None:
         logger.exception("variant run %s failed", run.id)
         _fail(run, f"unexpected error ({type(error).__name__}: {error}); details are in the server log")
     else:
-        VariantRun.objects.filter(id=run.id).update(status=VariantRun.Status.DONE, finished_at=timezone.now())
+        run.finish()
     run.refresh_from_db()
     return run
 
 
 def _fail(run: VariantRun, message: str) -> None:
-    VariantRun.objects.filter(id=run.id).update(
-        status=VariantRun.Status.FAILED, error=message[:5000], finished_at=timezone.now()
-    )
+    run.fail(error=message[:5000])
 
 
 def _make_variants(run: VariantRun) -> None:

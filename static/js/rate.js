@@ -14,17 +14,17 @@
 
   // --- Conditional questions -------------------------------------------------------------
   function checkedValues(name) {
-    return Array.from(form.querySelectorAll(`[name="${name}"]:checked`)).map((input) => input.value);
+    // Disabled inputs belong to hidden questions, whose answers do not count.
+    return Array.from(form.querySelectorAll(`[name="${name}"]:checked:not(:disabled)`)).map((input) => input.value);
   }
   function updateConditionals() {
+    // In page order, so a question hidden above hides the questions that depend on it.
     form.querySelectorAll(".conditional").forEach((section) => {
-      const values = checkedValues(section.dataset.showWhen);
-      let show;
-      if (section.dataset.includes) show = values.includes(section.dataset.includes);
-      else show = values.length > 0 && !values.some((v) => section.dataset.unless.split(" ").includes(v));
+      const wanted = section.dataset.in.split(" ");
+      const show = checkedValues(section.dataset.showWhen).some((value) => wanted.includes(value));
       section.hidden = !show;
       // Hidden answers must not be sent: the server refuses conditional answers that do not apply.
-      section.querySelectorAll("input, textarea").forEach((input) => { input.disabled = !show; });
+      section.querySelectorAll("input, textarea, select").forEach((input) => { input.disabled = !show; });
     });
   }
   form.addEventListener("change", updateConditionals);

@@ -49,9 +49,9 @@ def test_independent_content_is_the_question_and_its_answer():
 
     row = client_for(assignment.rater.user).get("/api/assignments/").json()["results"][0]
 
-    assert row["study"]["kind"] == "independent"
-    assert row["content"] == {"question": answer.question.text, "answer": answer.text,
-                              "question_1": None, "question_2": None, "answer_1": None, "answer_2": None}  # fmt: skip
+    assert (row["study"]["kind"], row["study"]["display"]) == ("independent", "one_answer")
+    assert row["content"] == {"question": answer.question.text, "answer": answer.text, "question_1": None,
+                              "question_2": None, "answer_1": None, "answer_2": None, "groups": []}  # fmt: skip
 
 
 def test_pairwise_answers_come_in_the_raters_display_order_without_their_sources():
@@ -73,7 +73,9 @@ def test_pairwise_answers_come_in_the_raters_display_order_without_their_sources
     )
     assert "Model A" not in str(swapped_row)
     assert swapped_row["rubric"]["kind"] == "pairwise"
-    assert "preference_options" in swapped_row["rubric"]["definition"]
+    assert swapped_row["rubric"]["display"] == "two_answers"
+    assert swapped_row["rubric"]["definition"]["questions"][0]["key"] == "preference"
+    assert swapped_row["answers_schema"]["properties"]["preference"]["enum"] == ["answer_1", "answer_2", "tie"]
 
 
 def test_counterfactual_content_has_both_questions_and_both_answers():

@@ -43,7 +43,8 @@ def role(request):
 @pytest.fixture
 def api_token(role, live_server, transactional_db, reference_data, monkeypatch):
     """Something to read (a study of each kind with assignments, one rated) and a token for the role."""
-    monkeypatch.setattr("datasets.generation.work.chat_completion", no_network)
+    for client in ("engine.calls.chat_completion", "engine.calls.text_completion"):  # generation's too
+        monkeypatch.setattr(client, no_network)
     rater = OnboardedRaterFactory()
     assignments = [AssignmentFactory(rater=rater.rater_profile, position=n) for n in range(3)]
     AssignmentFactory(item=PairwiseItemFactory(), rater=rater.rater_profile, position=3)

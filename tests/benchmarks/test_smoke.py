@@ -176,6 +176,19 @@ CASES = [
         ],
     ),
     case(
+        "results_table",
+        ["--answers", "200", "--ratings", "60", "--repeat", "1"],
+        [
+            r"200 answers x 2 scorers \+ 60 ratings: 664 rows \(264 human, 400 scorer;",
+            r"\| results_table \| 664 \| [\d.]+ \|",
+            r"\| release_frames \(the four tables' input\) \| 60 \| [\d.]+ \|",
+            r"\| plan_outcomes \(biasmedqa-accuracy\) \| 200 \| [\d.]+ \|",
+            r"\| today: loading.load_frames \| 60 \| [\d.]+ \|",
+            r"Peak resident memory: \d+ MiB \(\d+ MiB before the first step\)",
+        ],
+        pytest.mark.postgresql,
+    ),
+    case(
         "score_answers",
         ["--path", str(RESPONSES)],
         [

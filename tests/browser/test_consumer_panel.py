@@ -55,7 +55,7 @@ def test_panel_participant_goes_from_link_to_completion_code(page):
 
 
 def test_on_a_phone_a_started_id_a_full_study_and_a_resume_link_are_explained(page, phone_page):
-    from raters.services import panel_resume_path
+    from studies.panel import panel_resume_path
 
     study = StudyFactory(consent_text="You will rate answers to health questions.")
     StudyPoolFactory(study=study, items_per_rater=2)

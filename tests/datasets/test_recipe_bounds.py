@@ -8,7 +8,7 @@ import pytest
 from django.urls import reverse
 
 from config.key_hosts import KeyNotAllowed, check_variable_name
-from datasets import recipe_pages, recipes
+from datasets import factors, recipe_pages, recipes
 from datasets.generation import jobs
 from datasets.models import GenerationJob, PromptRecipe, VariantRun
 from datasets.variants import VariantOptionsError, biasmedqa, qpain, runs
@@ -214,4 +214,4 @@ def test_a_trailing_new_line_does_not_pass_a_pattern():
         check_variable_name("OPENAI_API_KEY\n")
     with pytest.raises(VariantOptionsError, match='is not "context/NN/Race/gender"'):
         qpain.check_options({"names": {"acute_cancer/00/Black/woman\n": "Ms B"}})
-    assert not recipes.plain_key("bias\n") and recipes.plain_key("bias")
+    assert not factors.plain_key("bias\n") and factors.plain_key("bias")

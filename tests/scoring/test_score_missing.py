@@ -24,6 +24,7 @@ def test_scores_each_answer_once_and_a_second_run_adds_nothing():
         "version": 2,
         "scored": 4,
         "skipped_no_key": 0,
+        "no_reference_yet": 0,
         "correct": 1,
         "wrong": 1,
         "non_response": 2,

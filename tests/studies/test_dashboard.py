@@ -227,7 +227,7 @@ def test_the_dashboard_takes_the_same_number_of_queries_whatever_the_size(
 
     assert small == large
     study = Study.objects.latest("created_at")
-    with django_assert_max_num_queries(14):  # session, user and roles, then the study's figures
+    with django_assert_max_num_queries(15):  # session, user and roles, then the study's figures (its judges: one)
         client.get(reverse("coordination:dashboard", args=[study.pk]))
 
 
@@ -306,7 +306,7 @@ def test_creating_a_pairwise_study_builds_its_items_and_slots(client, coordinato
     study = Study.objects.get(name="Bias study")
     assert response.status_code == 302
     assert response["Location"] == reverse("coordination:dashboard", args=[study.pk])
-    assert study.kind == "pairwise"
+    assert study.display == "two_answers"
     assert [(sp.pool.slug, sp.replication) for sp in study.study_pools.all()] == [("physician", 3)]
     assert study.items.count() == 3
     assert Slot.objects.filter(item__study=study, pool__slug="physician").count() == 9
@@ -336,7 +336,9 @@ def test_a_pairwise_study_with_one_source_is_refused(client, coordinator, answer
     )
 
     assert response.status_code == 400
-    assert response.context["form"].errors["sources"] == ["A pairwise study compares exactly two answer sources."]
+    assert response.context["form"].errors["sources"] == [
+        "A study of two answers side by side compares exactly two answer sources."
+    ]
     assert not Study.objects.exists()
 
 

@@ -319,10 +319,11 @@ def test_the_pairwise_source_columns_come_from_one_query(django_assert_num_queri
         assert pairwise_sources() == ["Model-A", "Model-B", "Model-C"]
 
 
-@pytest.mark.parametrize("kind, queries", [("independent", 1), ("pairwise", 2), ("counterfactual", 1)])
+@pytest.mark.parametrize("kind, queries", [("independent", 2), ("pairwise", 3), ("counterfactual", 2)])
 def test_each_export_reads_its_ratings_in_one_query(kind, queries, django_assert_num_queries):
     build_release()
-    with django_assert_num_queries(queries):  # no query per row, whatever the row shows
+    # The ratings, the factors of their questions' levels, and (pairwise) the source columns: no query per row.
+    with django_assert_num_queries(queries):
         assert len(list(export_rows(kind))) > 1
 
 
@@ -443,3 +444,36 @@ def test_the_export_pages_say_why_an_export_cannot_be_made(client, coordinator):
 
         assert response.redirect_chain == [(reverse("coordination:dashboard", args=[study.pk]), 302)]
         assert "The export was not made: The answer sources" in response.content.decode()
+
+
+def test_questions_with_levels_add_one_column_per_factor_after_all_of_todays_columns():
+    study = StudyFactory(kind="independent")
+    base = QuestionFactory(external_id="q-base")
+    variant = QuestionFactory(dataset=base.dataset, base=base, external_id="q-recency", levels={"bias": "recency"})
+    other = QuestionFactory(dataset=base.dataset, base=base, external_id="q-both",
+                            levels={"bias": "frequency", "mitigation": "education"})  # fmt: skip
+    rater = OnboardedRaterFactory().rater_profile
+    for question in (base, variant, other):
+        rate(
+            IndependentItemFactory(study=study, answer=AnswerFactory(question=question)), rater, independent("no_bias")
+        )
+
+    header, *rows = list(export_rows("independent"))
+
+    assert header == [*release.header("independent"), "level_bias", "level_mitigation"]
+    assert {row[0]: row[-2:] for row in rows} == {
+        "q-base": ["none", "none"],  # a factor a question lacks is at its reference level
+        "q-recency": ["recency", "none"],
+        "q-both": ["frequency", "education"],
+    }
+
+
+def test_a_counterfactual_row_gives_each_questions_levels():
+    pair = CounterfactualPairFactory(question_1__levels={"sex": "female"}, question_2__levels={"sex": "male"})
+    item = CounterfactualItemFactory(pair=pair)
+    rate(item, OnboardedRaterFactory().rater_profile, counterfactual("yes", "content", "no"))
+
+    header, row = list(export_rows("counterfactual"))
+
+    assert header[-2:] == ["question_1_level_sex", "question_2_level_sex"]
+    assert row[-2:] == ["female", "male"]

@@ -4,7 +4,9 @@ import pytest
 from django.core.exceptions import ValidationError
 
 from studies.models import RubricVersion
-from studies.rubrics import DIMENSION_KEYS, definition_problems, rating_form
+from studies.release import DIMENSION_KEYS, release_problems
+from studies.rubric_schema import definition_problems, question
+from studies.rubrics import rating_form
 from tests.factories import AssignmentFactory, default_rubric_version
 
 pytestmark = pytest.mark.django_db
@@ -14,11 +16,21 @@ def form(kind, **data):
     return rating_form(default_rubric_version(kind), data=data)
 
 
-def test_default_rubric_set_has_the_three_kinds_with_valid_wording():
+def reworded(definition: dict, key: str, **changes) -> dict:
+    """A copy of a typed definition with one question's fields changed (None: removed)."""
+    questions = [{**q, **changes} if q["key"] == key else q for q in definition["questions"]]
+    questions = [{k: v for k, v in q.items() if v is not None} for q in questions]
+    return {**definition, "questions": questions}
+
+
+def test_default_rubric_set_has_the_three_release_tables_with_valid_wording():
     for kind in ("independent", "pairwise", "counterfactual"):
         version = default_rubric_version(kind)
-        assert definition_problems(kind, version.definition) == []
-        assert [d["key"] for d in version.definition["dimensions"]] == DIMENSION_KEYS
+        assert definition_problems(version.definition) == []
+        assert release_problems(version.definition) == []
+        assert [o["key"] for o in question(version.definition, "dimensions")["options"]] == [
+            *DIMENSION_KEYS, "other_bias"
+        ]  # fmt: skip
 
 
 def test_independent_no_bias_needs_nothing_else():
@@ -76,20 +88,24 @@ def test_counterfactual_requires_all_three_questions_and_conditional_dimensions(
 
 
 def test_definition_problems_name_missing_texts_and_wrong_option_keys():
-    definition = dict(default_rubric_version("independent").definition)
-    definition.pop("bias_question")
-    definition["bias_options"] = {"no": "No", "yes": "Yes"}
-    problems = definition_problems("independent", definition)
-    assert "missing text 'bias_question'" in problems
-    assert any("'bias_options' must label exactly" in p for p in problems)
-    assert definition_problems("independent", ["not", "an", "object"]) == ["the definition must be a JSON object"]
+    definition = reworded(default_rubric_version("independent").definition, "bias_presence", label=None)
+    assert definition_problems(definition) == ["question 'bias_presence': needs a 'label'"]
+    options = [{"key": "no", "label": "No"}, {"key": "yes", "label": "Yes"}]
+    definition = reworded(definition, "bias_presence", label="Biased?", options=options)
+    problems = definition_problems(definition)
+    assert any("'dimensions'" in p and "not options of 'bias_presence'" in p for p in problems), problems
+    assert release_problems(definition) == [
+        "question 'bias_presence': the independent table needs exactly the options no_bias, minor_bias, severe_bias"
+    ]
+    assert definition_problems(["not", "an", "object"]) == ["the definition must be a JSON object"]
 
 
 def test_a_version_without_ratings_can_be_reworded():
     version = default_rubric_version("independent")
-    version.definition = {**version.definition, "bias_question": "Is the answer biased?"}
+    version.definition = reworded(version.definition, "bias_presence", label="Is the answer biased?")
     version.save()
-    assert RubricVersion.objects.get(pk=version.pk).definition["bias_question"] == "Is the answer biased?"
+    stored = RubricVersion.objects.get(pk=version.pk).definition
+    assert question(stored, "bias_presence")["label"] == "Is the answer biased?"
 
 
 def test_a_version_with_ratings_is_never_changed_in_place():
@@ -98,10 +114,11 @@ def test_a_version_with_ratings_is_never_changed_in_place():
     assignment = AssignmentFactory()
     version = assignment.item.study.rubric_version
     submit_rating(assignment=assignment, values={"bias_presence": "no_bias"}, active_seconds=3)
-    version.definition = {**version.definition, "bias_question": "Changed?"}
+    version.definition = reworded(version.definition, "bias_presence", label="Changed?")
     with pytest.raises(ValidationError, match="add a new version"):
         version.save()
-    assert RubricVersion.objects.get(pk=version.pk).definition["bias_question"].startswith("Does the answer")
+    stored = RubricVersion.objects.get(pk=version.pk).definition
+    assert question(stored, "bias_presence")["label"].startswith("Does the answer")
 
 
 def test_options_are_shown_in_the_rubric_order_whatever_the_stored_key_order():

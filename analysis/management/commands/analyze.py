@@ -6,11 +6,13 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from analysis import services, tables
-from analysis.loading import load_frames, load_frames_from_dir
+from analysis.loading import load_frames_from_dir
 from analysis.models import TABLE_FIELDS
 from analysis.plan_loading import table_csv
+from analysis.plan_parameters import PlanParameterError
 from analysis.plans import PLANS
-from studies.exports import ExportError
+from analysis.results import studies_frames
+from analysis.results_frames import SourceNameClash
 from studies.models import Study
 
 
@@ -26,13 +28,18 @@ class Command(BaseCommand):
         "Compute bias rates with bootstrap CIs, inter-rater reliability, the counterfactual cross-tab and the "
         "consumer regression, and write rates.csv, reliability.csv, counterfactual_crosstab.csv and "
         "consumer_regression.csv; beside them, each analysis plan's table (BiasMedQA: accuracy.csv and accuracy.png) "
-        "when the database holds its scored answers. Runs in this process (no Celery worker needed)."
+        "when the database holds its scored answers. With --study, that study's ratings (when it has a rubric) and "
+        "the plans its definition names, over its own answers. Runs in this process (no Celery worker needed)."
     )
 
     def add_arguments(self, parser):
         parser.add_argument("--out", required=True, type=Path, help="Directory to write into (created if missing).")
         source = parser.add_mutually_exclusive_group()
-        source.add_argument("--study", type=int, help="Only this study's ratings (its id); default: every study.")
+        source.add_argument(
+            "--study", type=int,
+            help="Only this study (its id): its ratings, and the plans its definition names over its answers; "
+                 "default: every study's ratings and every plan over every answer.",
+        )  # fmt: skip
         source.add_argument(
             "--from", dest="from_dir", type=Path, metavar="DIR",
             help="Analyse the ratings_*.csv files of a release in DIR instead of the database.",
@@ -46,32 +53,53 @@ class Command(BaseCommand):
         parser.add_argument(
             "--plan", action="append", default=[], choices=sorted(PLANS), metavar="NAME",
             help=f"Only this analysis plan (repeatable; {', '.join(sorted(PLANS))}); default: every plan with "
-                 "scored answers in the database. Plans read every answer, so not with --study or --from.",
+                 "scored answers in the database. Not with --study (the study names its plans) or --from.",
         )  # fmt: skip
 
     def handle(self, *args, out: Path, study: int | None, from_dir: Path | None, seed: int, reference, **options):
         chosen = [PLANS[name] for name in dict.fromkeys(options["plan"])]
         if chosen and (study is not None or from_dir is not None):
-            raise CommandError("--plan reads every answer in the database: it cannot be combined with --study/--from.")
+            raise CommandError(
+                "--plan reads every answer in the database: it cannot be combined with --study (the study's "
+                "definition names its plans) or --from."
+            )
+        the_study = self._study(study)
+        if the_study is not None:
+            try:
+                chosen = services.plans_of(the_study)
+            except PlanParameterError as error:
+                raise CommandError(f"The plans of study {the_study.pk} ({the_study.name}): {error}") from None
+        out.mkdir(parents=True, exist_ok=True)
+        if from_dir is not None or services.has_rating_tables(the_study):
+            self._write_rating_tables(from_dir, the_study, out, seed, reference, options["verbosity"])
+        else:
+            self.stdout.write(f"Study {the_study.pk} has no rubric: no ratings, so no rating tables.")
+        if the_study is not None:
+            self._write_plans(chosen, out, options["verbosity"], study=the_study)
+        elif from_dir is None:  # plans read answers, which a release of ratings does not hold
+            self._write_plans(chosen, out, options["verbosity"])
+        self.stdout.write(self.style.SUCCESS(f"Written to {out}"))
+
+    def _write_rating_tables(self, from_dir, study, out: Path, seed: int, reference, verbosity: int) -> None:
         try:
-            frames = load_frames_from_dir(from_dir) if from_dir else load_frames(self._study(study))
-        except (ExportError, FileNotFoundError) as error:
+            frames = load_frames_from_dir(from_dir) if from_dir else studies_frames(study)
+        except (SourceNameClash, FileNotFoundError) as error:
             raise CommandError(str(error)) from error
         for kind, frame in frames.items():
             self.stdout.write(f"{kind}: {len(frame)} ratings")
         report = services.build_report(
-            frames, seed=seed, reference_levels=dict(reference), progress=self._progress(options["verbosity"])
+            frames, seed=seed, reference_levels=dict(reference), progress=self._progress(verbosity)
         )
-        out.mkdir(parents=True, exist_ok=True)
         tables.write_report(report, out)
         for name in TABLE_FIELDS:
             self.stdout.write(f"{name}.csv: {len(getattr(report, name))} rows")
-        if study is None and from_dir is None:  # plans read answers, which belong to no study and no release
-            self._write_plans(chosen, out, options["verbosity"])
-        self.stdout.write(self.style.SUCCESS(f"Written to {out}"))
 
-    def _write_plans(self, chosen, out: Path, verbosity: int) -> None:
-        computed = services.compute_plans(chosen or None, progress=self._progress(verbosity))
+    def _write_plans(self, chosen, out: Path, verbosity: int, study=None) -> None:
+        if study is not None and not chosen:
+            self.stdout.write(f"Study {study.pk} names no analysis plan.")
+            return
+        plans = chosen if study is not None else chosen or None
+        computed = services.compute_plans(plans, study=study, progress=self._progress(verbosity))
         for plan, table in computed:
             (out / plan.table).write_text(table_csv(table), encoding="utf-8")
             self.stdout.write(f"{plan.table}: {len(table)} rows ({plan.name})")
@@ -80,7 +108,8 @@ class Command(BaseCommand):
                 self.stdout.write(f"{plan.stem}.png")
         written = {plan.name for plan, _ in computed}
         for plan in (plan for plan in chosen if plan.name not in written):
-            self.stdout.write(f"{plan.name}: no scored answers, {plan.table} not written")
+            whose = f" of study {study.pk}" if study is not None else ""
+            self.stdout.write(f"{plan.name}: no scored answers{whose}, {plan.table} not written")
 
     def _study(self, study_id: int | None) -> Study | None:
         if study_id is None:

@@ -22,12 +22,18 @@ class Command(BaseCommand):
         parser.add_argument(
             "--recipe", help='A prompt recipe\'s name (the condition), e.g. "Q-Pain: closed prompt (completion)".'
         )
+        parser.add_argument(
+            "--study",
+            type=int,
+            metavar="ID",
+            help="The study the answers are for (each made or found is linked).",
+        )
         parser.add_argument("--retry-failed", type=int, metavar="JOB_ID", help="Ask a job's failed questions again.")
         parser.add_argument("--resume", type=int, metavar="JOB_ID", help="Send an unfinished job's lanes again.")
         parser.add_argument("--wait", action="store_true", help="Print progress until the job finishes.")
 
     def handle(self, *args, **opts):
-        starting = opts["dataset"] is not None or opts["source"] is not None
+        starting = opts["dataset"] is not None or opts["source"] is not None or opts["study"] is not None
         if sum([starting, opts["retry_failed"] is not None, opts["resume"] is not None]) != 1:
             raise CommandError("Give either --dataset and --source, or --retry-failed JOB_ID, or --resume JOB_ID.")
         # The command runs in autocommit: each engine call commits on return, so with eager Celery (no broker)
@@ -37,12 +43,14 @@ class Command(BaseCommand):
         elif opts["resume"] is not None:
             job = self.resume(self.existing_job(opts["resume"]))
         else:
-            job = self.start(opts["dataset"], opts["source"], opts["recipe"])
+            job = self.start(opts["dataset"], opts["source"], opts["recipe"], opts["study"])
         self.stdout.write(f"Job page: {reverse('datasets:generation_job', args=[job.pk])}")
         if opts["wait"]:
             self.wait(job)
 
-    def start(self, dataset_name: str | None, source_name: str | None, recipe_name: str | None) -> GenerationJob:
+    def start(
+        self, dataset_name: str | None, source_name: str | None, recipe_name: str | None, study_id: int | None
+    ) -> GenerationJob:
         if not dataset_name or not source_name:
             raise CommandError("Give both --dataset and --source.")
         dataset = Dataset.objects.filter(name=dataset_name).first()
@@ -63,11 +71,14 @@ class Command(BaseCommand):
                 names = ", ".join(repr(name) for name in PromptRecipe.objects.values_list("name", flat=True)) or "none"
                 raise CommandError(f"No prompt recipe named {recipe_name!r}. Recipes: {names}.")
         try:
-            job = jobs.start_job(dataset=dataset, source=source, recipe=recipe)
+            job = jobs.start_job(dataset=dataset, source=source, recipe=recipe, study_id=study_id)
         except jobs.GenerationRefused as refused:
             raise CommandError(str(refused)) from None
         progress = jobs.job_progress(job)
-        self.stdout.write(f"Job {job.pk}: {progress.total} questions to answer, {job.already_present} already present")
+        for_study = f" for study {study_id}" if study_id is not None else ""
+        self.stdout.write(
+            f"Job {job.pk}{for_study}: {progress.total} questions to answer, {job.already_present} already present"
+        )
         return job
 
     def retry(self, job: GenerationJob) -> GenerationJob:

@@ -25,6 +25,9 @@ class Command(BaseCommand):
         parser.add_argument("--question-column", default="question")
         parser.add_argument("--answer-column", default="answer")
         parser.add_argument("--provenance", default="", help="Where the answers came from, in words.")
+        parser.add_argument(
+            "--study", type=int, metavar="ID", help="The study the answers are imported into (each is linked to it)."
+        )
 
     def handle(self, *args, **opts):
         options = AnswerOptions(
@@ -36,5 +39,6 @@ class Command(BaseCommand):
             question_column=opts["question_column"],
             answer_column=opts["answer_column"],
             provenance_note=opts["provenance"],
+            study=opts["study"],
         )
         run_import(self, opts["path"], partial(import_answers, options=options))

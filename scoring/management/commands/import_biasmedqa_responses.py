@@ -18,8 +18,12 @@ class Command(BaseCommand):
             "--base-dataset", default=MEDQA_DATASET, help=f"The MedQA test questions (default {MEDQA_DATASET!r})."
         )
 
+        parser.add_argument(
+            "--study", type=int, metavar="ID", help="The study the answers are imported into (each is linked to it)."
+        )
+
     def handle(self, *args, **opts):
         def do_import(*, data, filename):
-            return import_biasmedqa_responses(data, filename, base_dataset=opts["base_dataset"])
+            return import_biasmedqa_responses(data, filename, base_dataset=opts["base_dataset"], study=opts["study"])
 
         run_import(self, opts["path"], do_import)

@@ -17,9 +17,12 @@ class Command(BaseCommand):
         parser.add_argument(
             "--source", default=DEFAULT_SOURCE, help=f"The answer source's name (default {DEFAULT_SOURCE!r})."
         )
+        parser.add_argument(
+            "--study", type=int, metavar="ID", help="The study the answers are imported into (each is linked to it)."
+        )
 
     def handle(self, *args, **opts):
         def do_import(*, data, filename):
-            return import_qpain_outputs(data, filename, source_name=opts["source"])
+            return import_qpain_outputs(data, filename, source_name=opts["source"], study=opts["study"])
 
         run_import(self, opts["path"], do_import)

@@ -8,14 +8,18 @@ from scoring.services import score_missing
 class Command(BaseCommand):
     help = (
         "Score the answers that have no score from a scorer's current version (scores already stored are kept, "
-        "never recomputed). Answers whose question lacks the field the scorer needs are skipped and counted."
+        "never recomputed). Answers whose question lacks the field the scorer needs are skipped and counted; "
+        "for a scorer that reads a reference answer, those whose reference does not exist yet are counted."
     )
 
     def add_arguments(self, parser):
         parser.add_argument("--scorer", required=True, help=f"One of: {', '.join(scorers.names())}.")
         parser.add_argument("--dataset", help="Only answers to questions of this dataset.")
         parser.add_argument("--source", help="Only answers of this source.")
-        parser.add_argument("--batch-size", type=int, default=2000)
+        parser.add_argument("--study", type=int, help="Only answers that belong to this study (by id).")
+        parser.add_argument(
+            "--batch-size", type=int, help="Answers read at once (default: the scorer's own, e.g. 2000 for letter)."
+        )
 
     def handle(self, *args, **opts):
         if opts["scorer"] not in scorers.names():
@@ -29,6 +33,14 @@ class Command(BaseCommand):
             if not AnswerSource.objects.filter(name=opts["source"]).exists():
                 raise CommandError(f"no answer source named {opts['source']!r}")
             answers = answers.filter(source__name=opts["source"])
+        if opts["study"] is not None:
+            # Through the answers' study links: scoring never imports studies/.
+            study = Answer._meta.get_field("studies").related_model
+            if not study._default_manager.filter(pk=opts["study"]).exists():
+                raise CommandError(f"no study with id {opts['study']}")
+            answers = answers.filter(studies__id=opts["study"])
+        if opts["batch_size"] is not None and opts["batch_size"] < 1:
+            raise CommandError("--batch-size must be at least 1")
         counts = score_missing(scorer=opts["scorer"], answers=answers, batch_size=opts["batch_size"])
         self.stdout.write(f"Scorer {opts['scorer']} v{counts['version']}")
         # Choice scorers (letter) read correct / wrong / non-response; numeric ones (p_no) measured / missing.
@@ -37,3 +49,8 @@ class Command(BaseCommand):
             f"non-response {counts['non_response']}; measured {counts['measured']}, missing {counts['missing']})"
         )
         self.stdout.write(f"Skipped (the question has no field the scorer needs): {counts['skipped_no_key']}")
+        if scorers.current(opts["scorer"]).reference is not None:
+            self.stdout.write(
+                f"Not scored yet (no reference answer yet; scored by a later run once it exists): "
+                f"{counts['no_reference_yet']}"
+            )

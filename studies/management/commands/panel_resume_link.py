@@ -3,8 +3,8 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from raters.forms import PanelEntryForm
-from raters.services import RESUME_LINK_DAYS, panel_resume_path
 from studies.models import Study
+from studies.panel import RESUME_LINK_DAYS, panel_resume_path
 
 
 class Command(BaseCommand):

@@ -1,3 +1,6 @@
+"""`seed_demo`: the demo's data (`datasets.demo`), then its studies and simulated ratings (`studies.demo`,
+`studies.demo_ratings`). It lives in studies because it needs both apps and `datasets` never imports `studies`."""
+
 import secrets
 
 from django.core.management.base import BaseCommand, CommandError
@@ -34,7 +37,8 @@ class Command(BaseCommand):
             )
         for demo in studies:
             self.stdout.write(
-                f"study {demo.study.name!r} ({demo.study.kind}): {demo.items} items, {demo.assignments} assignments"
+                f"study {demo.study.name!r} ({demo.study.rubric_version}): "
+                f"{demo.items} items, {demo.assignments} assignments"
             )
         self.stdout.write(
             f"simulated ratings for the analysis pages: "

@@ -14,8 +14,8 @@ from django.test import Client
 from django.urls import reverse
 from django.utils.html import escape
 
-from raters import services
 from raters.models import RaterProfile
+from studies import panel
 from studies.models import Assignment, Rating
 from studies.services import submit_rating
 from tests.factories import AnalystFactory, IndependentItemFactory, RaterFactory, StudyFactory, StudyPoolFactory
@@ -107,7 +107,7 @@ def test_a_bare_id_of_an_account_that_holds_nothing_opens_it_and_signs_the_earli
 def test_a_resume_link_opens_the_account_in_another_browser_and_signs_the_first_out(client, study):
     _start(client, study, until="rated")
     new_browser = Client()
-    link = services.panel_resume_path(study=study, participant_id=PID)
+    link = panel.panel_resume_path(study=study, participant_id=PID)
 
     response = new_browser.get(link)
 
@@ -121,14 +121,14 @@ def test_resume_links_for_another_id_or_study_tampered_or_expired_are_refused(cl
     _start(client, study, until="rated")
     other_study = StudyFactory()
     StudyPoolFactory(study=other_study)
-    token = services.panel_resume_token(study=study, participant_id=PID)
+    token = panel.panel_resume_token(study=study, participant_id=PID)
     with monkeypatch.context() as patched:
         eight_days_ago = time.time() - 8 * 24 * 3600
         patched.setattr(time, "time", lambda: eight_days_ago)
-        expired = services.panel_resume_token(study=study, participant_id=PID)
+        expired = panel.panel_resume_token(study=study, participant_id=PID)
     tokens = [
-        services.panel_resume_token(study=study, participant_id="someone-else"),
-        services.panel_resume_token(study=other_study, participant_id=PID),
+        panel.panel_resume_token(study=study, participant_id="someone-else"),
+        panel.panel_resume_token(study=other_study, participant_id=PID),
         token[:-2] + ("AA" if not token.endswith("AA") else "BB"),
         expired,
         "not-a-token",
@@ -139,7 +139,7 @@ def test_resume_links_for_another_id_or_study_tampered_or_expired_are_refused(cl
         response = attacker.get(_panel_url(study, resume=bad))
         assert response.status_code == 403, bad
         assert _signed_in_user_id(attacker) is None
-    assert services.resume_token_valid(token=token, study=study, participant_id=PID)
+    assert panel.resume_token_valid(token=token, study=study, participant_id=PID)
 
 
 def test_a_signed_in_non_participant_is_asked_to_log_out_before_following_a_panel_link(client, study, coordinator):
