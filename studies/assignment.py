@@ -337,8 +337,9 @@ def _link_slots(links: list[tuple[int, int]]) -> None:
 def claim_items(*, study: Study, rater: RaterProfile, count: int = 1, now=None) -> list[Assignment]:
     """Take up to `count` free slots of the rater's pool: least-rated items first, random among equals.
 
-    Safe under concurrency: each slot is locked and skipped by other claimers (SKIP LOCKED). Stale claims
-    of others are expired first (see expire_stale_claims), so their slots can be taken.
+    Safe under concurrency: each slot is locked and skipped by other claimers (SKIP LOCKED); an empty result
+    is confirmed by a claim that waits for those locks. Stale claims of others are expired first (see
+    expire_stale_claims), so their slots can be taken.
     """
     if study.is_locked:
         raise AssignmentError("This study is locked.")
@@ -355,12 +356,33 @@ def claim_items(*, study: Study, rater: RaterProfile, count: int = 1, now=None) 
             | Q(answer_2__author_id=rater.user_id)
         )
         authored = list(study.items.filter(own).values_list("id", flat=True))
+    # SKIP LOCKED can see nothing while other claimers hold free slots they will not all take (each locks a
+    # few candidates and takes one), so "nothing" is only believed once a claim that waits for those locks
+    # agrees. The order is the same in every claim, so waiting claimers cannot deadlock one another.
+    for attempt in range(CLAIM_ATTEMPTS):
+        claimed = _claim_free_slots(study, rater, count, authored, expires_at, skip_locked=attempt == 0)
+        if claimed or not _free_slots(study, rater, authored).exists():
+            return claimed
+    return []
+
+
+CLAIM_ATTEMPTS = 5
+
+
+def _free_slots(study: Study, rater: RaterProfile, authored: list[int]):
+    """The study's unfilled slots of the rater's pool, for items the rater has neither rated nor written."""
+    return (
+        Slot.objects.filter(study=study, pool_id=rater.pool_id, assignment__isnull=True)
+        .exclude(item_id__in=Assignment.objects.filter(rater=rater).values("item_id"))
+        .exclude(item_id__in=authored)
+    )
+
+
+def _claim_free_slots(study, rater, count, authored, expires_at, *, skip_locked: bool) -> list[Assignment]:
     with transaction.atomic():
         free = (
-            Slot.objects.select_for_update(skip_locked=True)
-            .filter(study=study, pool_id=rater.pool_id, assignment__isnull=True)
-            .exclude(item_id__in=Assignment.objects.filter(rater=rater).values("item_id"))
-            .exclude(item_id__in=authored)
+            _free_slots(study, rater, authored)
+            .select_for_update(skip_locked=skip_locked)
             .order_by("index", "shuffle_key")
         )
         candidates = list(free.values_list("id", "item_id", "index")[: count * 4])

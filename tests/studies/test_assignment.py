@@ -7,7 +7,7 @@ from collections import Counter
 from datetime import timedelta
 
 import pytest
-from django.db import connection, connections
+from django.db import connection, connections, transaction
 from django.http import QueryDict
 from django.utils import timezone
 
@@ -218,6 +218,39 @@ def test_concurrent_claimers_never_push_an_item_past_its_replication(reference_d
     pairs = list(Assignment.objects.values_list("item_id", "rater_id"))
     assert len(pairs) == len(set(pairs))
     assert not Slot.objects.filter(item__study=study, assignment__isnull=True).exists()
+
+
+@pytest.mark.postgresql
+@pytest.mark.django_db(transaction=True)
+def test_a_claim_waits_for_a_free_slot_another_claimer_holds_but_does_not_take(reference_data):
+    """SKIP LOCKED sees no free slot while another transaction holds the last one; the claim must not report
+    "nothing left" when that transaction lets the slot go (CI saw an item left one rating short)."""
+    if connection.vendor != "postgresql":
+        pytest.fail("this test needs PostgreSQL (row locks)")
+    study = study_with_items(n_items=1, replication=1, pools=("consumer",))
+    [rater] = raters("consumer", 1)
+    slot = Slot.objects.get(item__study=study)
+    locked, release = threading.Event(), threading.Event()
+
+    def hold_the_slot():
+        try:
+            with transaction.atomic():
+                list(Slot.objects.select_for_update().filter(id=slot.id))
+                locked.set()
+                release.wait(timeout=30)
+        finally:
+            connections.close_all()
+
+    holder = threading.Thread(target=hold_the_slot)
+    holder.start()
+    assert locked.wait(timeout=30)
+    threading.Timer(0.5, release.set).start()
+    claimed = claim_items(study=study, rater=rater, count=1)
+    holder.join(timeout=30)
+
+    assert [a.item_id for a in claimed] == [slot.item_id]
+    slot.refresh_from_db()
+    assert slot.assignment_id == claimed[0].id
 
 
 @pytest.mark.postgresql
