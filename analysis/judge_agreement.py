@@ -473,11 +473,11 @@ def repeat_consistency(ratings: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for rater, group in ratings.dropna(subset=["value"]).groupby("rater", sort=True):
         counts = group.groupby(["item", "value"], sort=False).size().rename("n").reset_index()
-        per_item = counts.groupby("item", sort=False)["n"]
-        n = per_item.sum()
-        pairs = per_item.apply(lambda c: float((c * (c - 1)).sum()))
+        counts["pairs"] = counts["n"] * (counts["n"] - 1)
+        per_item = counts.groupby("item", sort=False)
+        n = per_item["n"].sum()
         repeated = n >= 2
-        agreement = pairs[repeated] / (n[repeated] * (n[repeated] - 1))
+        agreement = per_item["pairs"].sum()[repeated] / (n[repeated] * (n[repeated] - 1))
         distinct = per_item.size()[repeated]
         rows.append(
             {
