@@ -20,8 +20,9 @@ from analysis.ppi import (
 Y = np.array([1, 0, 0, 1, 0, 0, 0, 1, 0, 0, 1, 0], dtype=float)
 F = np.array([1, 0, 1, 1, 0, 0, 0, 0, 0, 0, 1, 0], dtype=float)
 F_UNLABELLED = np.array([1, 0, 0, 0, 1, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0], dtype=float)
-# ppi_py 0.2.3 on this fixture (`ppi_mean_pointestimate`, `ppi_mean_ci(alpha=0.05)`), recorded so the test also
-# runs where the package is not installed: lam=1 (plain PPI) and lam=None (PPI++'s power tuning).
+# ppi_py 0.2.3 on this fixture (`ppi_mean_pointestimate`, `ppi_mean_ci(alpha=0.05)`), recorded: lam=1 (plain PPI)
+# and lam=None (PPI++'s power tuning). The package is not a dependency: it pulls numba, llvmlite, scikit-learn and
+# gdown (~300 MB) for this one comparison, and silences warnings process-wide on import.
 PPI_PY = {
     1.0: (0.25, -0.04894359196321679, 0.5489435919632168),
     None: (0.29866702451243515, 0.06912495422881632, 0.528209094796054),
@@ -32,20 +33,6 @@ PPI_PY = {
 def test_ppi_equals_the_reference_package_recorded(lam):
     result = ppi_mean(Y, F, F_UNLABELLED, confidence=0.95, lam=lam)
     assert (result.estimate, result.ci_low, result.ci_high) == pytest.approx(PPI_PY[lam], abs=1e-12)
-
-
-@pytest.mark.parametrize("lam", [1.0, None])
-def test_ppi_equals_the_reference_package_live(lam):
-    ppi_py = pytest.importorskip("ppi_py")
-    rng = np.random.default_rng(11)
-    y = (rng.random(80) < 0.3).astype(float)
-    f = np.where(rng.random(80) < 0.8, y, 1 - y)
-    unlabelled = (rng.random(700) < 0.35).astype(float)
-    result = ppi_mean(y, f, unlabelled, confidence=0.9, lam=lam)
-    low, high = ppi_py.ppi_mean_ci(y, f, unlabelled, alpha=0.1, lam=lam)
-    point = ppi_py.ppi_mean_pointestimate(y, f, unlabelled, lam=lam)
-    assert result.estimate == pytest.approx(float(np.ravel(point)[0]), abs=1e-12)
-    assert (result.ci_low, result.ci_high) == pytest.approx((float(np.ravel(low)[0]), float(np.ravel(high)[0])))
 
 
 def test_plain_ppi_equals_the_formula_by_hand():
