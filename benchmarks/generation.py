@@ -25,7 +25,8 @@ from django.test import override_settings  # noqa: E402
 
 from config.celery import app  # noqa: E402
 from datasets.generation import jobs  # noqa: E402
-from datasets.models import Answer, AnswerSource, Dataset, GenerationLane, Question, text_fingerprint  # noqa: E402
+from datasets.models import Answer, AnswerSource, Dataset, Question, text_fingerprint  # noqa: E402
+from engine.models import Lane  # noqa: E402
 from tests import celery_process  # noqa: E402
 from tests.datasets.test_generation_worker import CountingLLM  # noqa: E402
 
@@ -63,7 +64,7 @@ def run(server: CountingLLM, *, answers: int, concurrency: int, latency: float, 
         job.refresh_from_db(fields=["status"])
     seconds = time.perf_counter() - start
     # The other lanes leave within a second; let them, so that the next run has the workers' threads.
-    while GenerationLane.objects.filter(source=source).exclude(token="").exists():
+    while Lane.objects.filter(endpoint=source.endpoint_id).exclude(token="").exists():
         time.sleep(0.05)
     stored = Answer.objects.filter(source=source).aggregate(
         rows=Count("id"), questions=Count("question", distinct=True)

@@ -30,9 +30,10 @@ from django.test import override_settings  # noqa: E402
 from config.celery import app  # noqa: E402
 from datasets.generation import jobs  # noqa: E402
 from datasets.importers.qpain import import_qpain_vignettes  # noqa: E402
-from datasets.models import Answer, AnswerSource, Dataset, GenerationJob, GenerationLane, PromptRecipe  # noqa: E402
+from datasets.models import Answer, AnswerSource, Dataset, GenerationJob, PromptRecipe  # noqa: E402
 from datasets.variants.qpain_recipes import COMPLETION, ensure_qpain_recipes  # noqa: E402
 from datasets.variants.runs import run_variant_run, start_variant_run  # noqa: E402
+from engine.models import Lane  # noqa: E402
 from scoring.services import score_missing  # noqa: E402
 from tests import celery_process  # noqa: E402
 from tests.datasets.test_generation_worker import CountingLLM  # noqa: E402
@@ -94,7 +95,7 @@ def run_round(server: CountingLLM, variants: Dataset, recipe: PromptRecipe, *, l
         own_cpu = _cpu(resource.RUSAGE_SELF) - own_cpu_before
         load_after = os.getloadavg()
         # The lanes leave within a second of their job's end; let them before the worker is stopped.
-        while GenerationLane.objects.filter(source__in=sources).exclude(token="").exists():
+        while Lane.objects.filter(endpoint__answer_sources__in=sources).exclude(token="").exists():
             time.sleep(0.05)
     worker_cpu = _cpu(resource.RUSAGE_CHILDREN) - worker_cpu_before  # counted once the worker has exited
     requests = server.requests[first_request:]

@@ -1,16 +1,18 @@
 from django.contrib import admin
 from django.db.models import Count
+from django.urls import reverse
+from django.utils.html import format_html
+from django.utils.http import urlencode
 
 from config.admin_fields import STORABLE_JSON, ProtectedFirstAdmin
 
+from .generation.answer_kind import KIND, batch_of
 from .models import (
     Answer,
     AnswerSource,
     CounterfactualPair,
     Dataset,
     GenerationJob,
-    GenerationLane,
-    GenerationTask,
     ImportJob,
     Question,
 )
@@ -120,7 +122,7 @@ class ImportJobAdmin(admin.ModelAdmin):
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
-    """Rows the generation engine writes: shown for inspection, changed only by the engine and the job page."""
+    """Rows the workers write: shown for inspection, changed only by them and the job pages."""
 
     def has_add_permission(self, request):
         return False
@@ -131,38 +133,14 @@ class ReadOnlyAdmin(admin.ModelAdmin):
 
 @admin.register(GenerationJob)
 class GenerationJobAdmin(ReadOnlyAdmin):
-    list_display = ["id", "dataset", "source", "status", "already_present", "created_by", "created_at"]
+    list_display = ["id", "dataset", "source", "status", "already_present", "calls", "created_by", "created_at"]
     list_filter = ["status", "source"]
     list_select_related = ["dataset", "source", "created_by"]
     search_fields = ["dataset__name", "source__name"]
     date_hierarchy = "created_at"
 
-
-@admin.register(GenerationTask)
-class GenerationTaskAdmin(ReadOnlyAdmin):
-    list_display = ["id", "job", "question_external_id", "status", "attempts", "short_error", "updated_at"]
-    list_filter = ["status"]
-    search_fields = ["error", "question__external_id"]
-    list_select_related = ["job__dataset", "job__source", "question"]
-    show_full_result_count = False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
-
-    @admin.display(description="Question", ordering="question__external_id")
-    def question_external_id(self, obj):
-        return obj.question.external_id
-
-    @admin.display(description="Error")
-    def short_error(self, obj):
-        return obj.error[:100]
-
-
-@admin.register(GenerationLane)
-class GenerationLaneAdmin(ReadOnlyAdmin):
-    list_display = ["source", "index", "holder", "heartbeat_at"]
-    list_filter = ["source"]
-    list_select_related = ["source"]
-
-    def has_delete_permission(self, request, obj=None):
-        return False
+    @admin.display(description="Calls")
+    def calls(self, obj):
+        """The job's questions are engine calls of its batch: listed in the engine's admin."""
+        url = reverse("admin:engine_call_changelist")
+        return format_html('<a href="{}?{}">calls</a>', url, urlencode({"kind": KIND, "batch": batch_of(obj.id)}))

@@ -205,7 +205,9 @@ class GenerationProgressSerializer(serializers.Serializer):
 
 class GenerationFailureSerializer(serializers.Serializer):
     question = serializers.IntegerField(source="question_id")
-    question_external_id = serializers.CharField(source="question.external_id")
+    question_external_id = serializers.CharField(
+        source="question.external_id", allow_null=True, help_text="Empty when the question was deleted since."
+    )
     attempts = serializers.IntegerField()
     error = serializers.CharField()
     history = serializers.JSONField(help_text="[{at, attempt, error}] for every failed attempt.")
@@ -240,7 +242,7 @@ class GenerationJobDetailSerializer(GenerationJobSerializer):
 
     @extend_schema_field(GenerationFailureSerializer(many=True))
     def get_failures(self, job) -> list:
-        failures = jobs.failed_tasks(job)[: generation_pages.FAILURES_SHOWN]
+        failures = jobs.failures(job, generation_pages.FAILURES_SHOWN)
         return GenerationFailureSerializer(failures, many=True).data
 
 

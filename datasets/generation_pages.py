@@ -1,7 +1,7 @@
 """What the answer-generation pages show beside a job's progress: recent jobs, the worker notice, provenance rows.
 
-The engine (datasets.generation) decides what a job does; this module only shapes it for pages, the API and
-the command.
+datasets.generation (on the model-call engine) decides what a job does; this module only shapes it for pages,
+the API and the command.
 """
 
 import json
@@ -9,8 +9,10 @@ import json
 from django.db.models import Count, Q
 from django.utils import timezone
 
-from .generation import jobs
-from .models import GenerationJob, GenerationTask
+from engine.models import Call
+
+from .generation import answer_kind, jobs
+from .models import GenerationJob
 
 FAILURES_SHOWN = 200
 
@@ -35,14 +37,25 @@ PARAMETER_LABELS = {
 }
 
 
-def recent_jobs(limit: int = 20):
-    """The latest jobs with their task counts, in one query."""
-    status = GenerationTask.Status
-    return GenerationJob.objects.select_related("dataset", "source").annotate(
-        task_total=Count("tasks"),
-        task_done=Count("tasks", filter=Q(tasks__status=status.DONE)),
-        task_failed=Count("tasks", filter=Q(tasks__status=status.FAILED)),
-    )[:limit]
+def recent_jobs(limit: int = 20) -> list[GenerationJob]:
+    """The latest jobs with the counts of their calls (`task_total`, `task_done`, `task_failed`), in two queries."""
+    recent = list(GenerationJob.objects.select_related("dataset", "source")[:limit])
+    batches = {answer_kind.batch_of(job.id): job for job in recent}
+    for job in recent:
+        job.task_total = job.task_done = job.task_failed = 0
+    counts = (
+        Call.objects.filter(kind=answer_kind.KIND, batch__in=batches)
+        .values("batch")
+        .annotate(
+            total=Count("id"),
+            done=Count("id", filter=Q(status=Call.Status.DONE)),
+            failed=Count("id", filter=Q(status=Call.Status.FAILED)),
+        )  # fmt: skip
+    )
+    for row in counts:
+        job = batches[row["batch"]]
+        job.task_total, job.task_done, job.task_failed = row["total"], row["done"], row["failed"]
+    return recent
 
 
 def worker_notice(job: GenerationJob, progress: jobs.JobProgress) -> dict | None:

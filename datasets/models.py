@@ -327,7 +327,7 @@ class GenerationJob(Job):
         DONE = "done", "Finished"
         CANCELLED = "cancelled", "Cancelled"
 
-    failed_status = None  # its questions fail one by one (GenerationTask); the job is cancelled instead
+    failed_status = None  # its questions fail one by one (its engine calls); the job is cancelled instead
 
     dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="generation_jobs")
     source = models.ForeignKey(AnswerSource, on_delete=models.PROTECT, related_name="generation_jobs")
@@ -535,57 +535,3 @@ class PromptRecipe(models.Model):
             added["examples_holdout"] = self.examples_holdout
             added["examples_from_evaluated"] = self.examples_from_evaluated
         return added
-
-
-class GenerationTask(models.Model):
-    """One question of a generation job: claimed by a worker's lane, answered, retried or failed."""
-
-    class Status(models.TextChoices):
-        PENDING = "pending", "Pending"
-        RUNNING = "running", "In flight"
-        DONE = "done", "Answered"
-        FAILED = "failed", "Failed"
-
-    job = models.ForeignKey(GenerationJob, on_delete=models.CASCADE, related_name="tasks")
-    source = models.ForeignKey(AnswerSource, on_delete=models.CASCADE, related_name="+")  # lanes claim per source
-    question = models.ForeignKey(Question, on_delete=models.CASCADE, related_name="+")
-    status = models.CharField(max_length=20, choices=Status.choices, default=Status.PENDING)
-    attempts = models.PositiveSmallIntegerField(default=0, help_text="Requests started for this question.")
-    not_before = models.DateTimeField(null=True, blank=True, help_text="Back-off: not retried before this time.")
-    lease_expires_at = models.DateTimeField(
-        null=True, blank=True, help_text="While in flight: after this time the worker is presumed dead."
-    )
-    claimed_by = models.CharField(max_length=200, blank=True)
-    answer = models.ForeignKey(Answer, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
-    error = models.TextField(blank=True, help_text="The last error, in the server's words.")
-    history = models.JSONField(default=list, blank=True, help_text="[{at, attempt, error}] for every failed attempt.")
-    updated_at = models.DateTimeField(auto_now=True)
-
-    class Meta:
-        ordering = ["job", "id"]
-        constraints = [models.UniqueConstraint(fields=["job", "question"], name="generation_task_unique_question")]
-        indexes = [models.Index(fields=["source", "status", "job", "id"], name="generation_task_claim")]
-
-    def __str__(self) -> str:
-        return f"Job {self.job_id} question {self.question_id} ({self.status})"
-
-
-class GenerationLane(models.Model):
-    """One of a model source's `concurrency` request slots, held by at most one running Celery task.
-
-    A task holds a lane by writing its token and refreshing the heartbeat; a lane whose heartbeat is older
-    than the source's request timeout plus a margin belonged to a worker that died, and may be taken over.
-    """
-
-    source = models.ForeignKey(AnswerSource, on_delete=models.CASCADE, related_name="generation_lanes")
-    index = models.PositiveSmallIntegerField()
-    token = models.CharField(max_length=32, blank=True)
-    holder = models.CharField(max_length=200, blank=True, help_text="Host and process of the task holding it.")
-    heartbeat_at = models.DateTimeField(null=True, blank=True)
-
-    class Meta:
-        ordering = ["source", "index"]
-        constraints = [models.UniqueConstraint(fields=["source", "index"], name="generation_lane_unique_index")]
-
-    def __str__(self) -> str:
-        return f"{self.source} lane {self.index}"

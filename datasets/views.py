@@ -124,7 +124,7 @@ def generation_job(request, pk):
         "progress": progress,
         "notice": generation_pages.worker_notice(job, progress),
         "parameter_rows": generation_pages.parameter_rows(job.parameters),
-        "failures": jobs.failed_tasks(job)[: generation_pages.FAILURES_SHOWN],
+        "failures": jobs.failures(job, generation_pages.FAILURES_SHOWN),
         "failures_hidden": max(0, progress.failed - generation_pages.FAILURES_SHOWN),
     }
     return render(request, "datasets/generation_job.html", context)

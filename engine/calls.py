@@ -192,3 +192,16 @@ def retry_failed(kind: str, batch: str) -> int:
     for endpoint in endpoints:
         transaction.on_commit(lambda endpoint=endpoint: dispatch_lanes(endpoint))
     return count
+
+
+def requeue(call_ids: Iterable[int]) -> int:
+    """Put these failed or cancelled calls back in the queue with a fresh attempt budget (their history stays);
+    a call that is pending, in flight or done is left as it is."""
+    from .lanes import dispatch_lanes
+
+    stopped = Call.objects.filter(id__in=list(call_ids), status__in=[Call.Status.FAILED, Call.Status.CANCELLED])
+    endpoints = list(Endpoint.objects.filter(id__in=stopped.values("endpoint_id")))
+    count = stopped.update(status=Call.Status.PENDING, attempts=0, not_before=None)
+    for endpoint in endpoints:
+        transaction.on_commit(lambda endpoint=endpoint: dispatch_lanes(endpoint))
+    return count

@@ -92,6 +92,11 @@ class StudyJudgeSerializer(serializers.Serializer):
     repeats = serializers.IntegerField(source="judge.repeats", read_only=True, help_text="Replies per item.")
     replied = serializers.IntegerField(read_only=True, help_text="Replies to the study's items, valid or not.")
     rated = serializers.IntegerField(read_only=True, help_text="Valid replies, stored as ratings.")
+    calls_pending = serializers.IntegerField(read_only=True, help_text="Calls to the model queued, not yet made.")
+    calls_running = serializers.IntegerField(read_only=True, help_text="Calls to the model in flight.")
+    calls_failed = serializers.IntegerField(
+        read_only=True, help_text="Calls that failed for good without a reply (asked again on the next submit)."
+    )
 
 
 class StudySerializer(serializers.ModelSerializer):

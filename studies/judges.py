@@ -1,6 +1,6 @@
 """Judges: models that answer a study's rubric like raters (DESIGN.md, "Judges").
 
-Three steps, each usable on its own so that the model-call engine's handler is a thin wrapper later
+The steps a judge's call goes through; the model-call engine's `judge` kind (`judge_kind.py`) is a thin wrapper
 (`prepare(call)` = `build_judge_request`, `store(call, completion)` = `record_judge_reply`):
 
 - `build_judge_request(judge, item, repeat)`: the chat-completions body, pure (no call, no write): the judge's
@@ -10,18 +10,14 @@ Three steps, each usable on its own so that the model-call engine's handler is a
   It is read as JSON (a fenced ```json block is fine), checked by `rubrics.check_answers`, the same form and
   validator a person's rating goes through (page and API), and stored as a `JudgeReply` (provenance, always)
   plus a `JudgeRating` when valid. An invalid reply is a failure with its errors, never a rating.
-- `run_judge(judge, study)`: asks the judge's source for every item x repeat without a stored reply, one at a
-  time through `datasets.llm_client` (no lanes or retries here: that is the engine's work). A call that fails
-  stores nothing, so the next run asks again.
+- `pending(judge, study)`: the item x repeat pairs without a stored reply, which `judge_kind.submit_judge`
+  queues as calls.
 """
 
 import json
 import re
-from dataclasses import dataclass, field
 
 from django.db import IntegrityError, transaction
-
-from datasets import llm_client
 
 from . import rubric_schema
 from .models import Judge, JudgeRating, JudgeReply, Study, StudyItem, StudyJudge
@@ -197,47 +193,12 @@ def record_judge_reply(
     return reply
 
 
-# --- Running a judge ---------------------------------------------------------------------------------
+# --- What is left to ask ---------------------------------------------------------------------------------
 
 
-@dataclass
-class JudgeRun:
-    asked: int = 0
-    rated: int = 0
-    failed: int = 0
-    call_errors: list[str] = field(default_factory=list)  # calls that got no reply: asked again next run
-
-
-def pending(judge: Judge, study: Study) -> list[tuple[StudyItem, int]]:
-    """(item, repeat) of the study the judge has not replied to yet, in item order."""
+def pending(judge: Judge, study: Study) -> list[tuple[int, int]]:
+    """(item id, repeat) of the study the judge has not replied to yet, in item order."""
     done = set(JudgeReply.objects.filter(judge=judge, item__study=study).values_list("item_id", "repeat"))
-    items = study.items.select_related(
-        "study__rubric_version", "answer__question", "question", "pair__question_1", "pair__question_2",
-        "answer_1", "answer_2",
-    ).order_by("pk")  # fmt: skip
-    return [(item, repeat) for item in items for repeat in range(judge.repeats) if (item.pk, repeat) not in done]
-
-
-def run_judge(judge: Judge, study: Study, *, call=llm_client.chat_completion) -> JudgeRun:
-    """Ask the judge about every item x repeat of the study without a stored reply, and record each reply."""
-    check_held(judge, study)
-    source = judge.source
-    if not source.base_url:
-        raise JudgeError(f"The judge's source {source} has no endpoint (base URL) to ask.")
-    run = JudgeRun()
-    for item, repeat in pending(judge, study):
-        request = build_judge_request(judge, item, repeat)
-        try:
-            completion = call(**request, timeout=source.request_timeout_seconds, api_key_env=source.api_key_env,
-                              base_url=source.base_url)  # fmt: skip
-        except llm_client.LLMError as error:
-            run.call_errors.append(f"item {item.pk} repeat {repeat}: {error}")
-            continue
-        run.asked += 1
-        reply = record_judge_reply(judge, item, repeat, request=request, raw_reply=completion.text,
-                                   latency_ms=completion.latency_ms, model=completion.model)  # fmt: skip
-        if reply.is_failure:
-            run.failed += 1
-        else:
-            run.rated += 1
-    return run
+    item_ids = study.items.order_by("pk").values_list("pk", flat=True)
+    repeats = range(judge.repeats)
+    return [(item_id, repeat) for item_id in item_ids for repeat in repeats if (item_id, repeat) not in done]

@@ -78,7 +78,7 @@ def start_worker(
 ) -> CeleryWorker:
     """Start a worker consuming only `queue`; return once `app` (on the same broker) gets its ping reply.
 
-    The worker's generation tasks (resume on start, lane hand-over) go to `queue` too. `env` adds or
+    The worker's engine tasks (resume on start, lane hand-over) go to `queue` too. `env` adds or
     overrides environment variables, e.g. GENERATION_LEASE_MARGIN_SECONDS.
     """
     name = name or queue

@@ -122,7 +122,7 @@ def celery_broker(celery_test_broker):
 def celery_worker_process(celery_test_broker, tmp_path_factory):
     """One real `celery worker` for the whole run, on the run's queue, using the test database.
 
-    A threads pool: generation lanes spend their time waiting on HTTP, and a source's lanes run side by side.
+    A threads pool: engine lanes spend their time waiting on HTTP, and an endpoint's lanes run side by side.
     """
     broker = celery_test_broker
     try:

@@ -1,12 +1,11 @@
-"""Answer generation: jobs of one model source over one dataset, run by Celery workers.
+"""Answer generation: jobs of one model source over one dataset, made as calls of the model-call engine.
 
-- `jobs`: start, retry failed questions, cancel, resume, and the progress a page shows.
-- `work`: claim one question, ask the model, store the answer once (or record the failure).
-- `answer_kind`: the engine's `answer` kind (engine/DESIGN.md, "Where generation stands"): one call answers
-  one question of a job on the source's endpoint, sharing its limits with every other kind of work there.
-- `lanes`: the Celery-side loop. A source has `concurrency` lanes; each running lane keeps at most one
-  request in flight, so the source's limit holds however many workers run.
+- `jobs`: start (one `answer` call per question to ask), retry failed questions, cancel, resume, and the
+  progress a page shows, all read from the job's batch of calls.
+- `answer_kind`: the engine's `answer` kind (engine/DESIGN.md, "Generation"): one call answers one question of
+  a job on the source's endpoint, sharing its limits with every other kind of work there.
+- `work`: a question's request, and its answer stored once.
 
-Nothing here depends on a worker staying alive: a question is claimed with a lease, answers are unique per
-(question, source, settings), and a lane of a dead worker is taken over once its heartbeat is stale.
+Nothing here depends on a worker staying alive: the engine claims a call with a lease and takes over the lanes
+of a dead worker, and answers are unique per (question, source, settings).
 """

@@ -7,6 +7,8 @@ finds the first on a duplicate) linked to the job's study, and `failed` adds not
 error and its history.
 """
 
+from django.db import transaction
+
 import engine
 from engine import calls as engine_calls
 from engine.models import Call
@@ -42,6 +44,9 @@ def _question(call) -> Question:
 class AnswerKind:
     def prepare(self, call) -> engine.Request:
         job = _job(call)
+        if job.cancelled_at is not None:
+            # Only a call in flight at the cancel that then backed off gets here: the cancel took the others.
+            raise engine.CallRefused(f"generation job {job.id} was cancelled")
         if job.status == GenerationJob.Status.QUEUED:
             GenerationJob.claim(job.id)  # the job's first question: it is running from now
         prepared = work.prepare_question(job, _question(call))
@@ -63,14 +68,19 @@ class AnswerKind:
 def finish_if_complete(job_id: int, *, besides: int | None = None) -> int:
     """Mark the job done when its batch has no pending or in-flight call left (but `besides`); how many ended.
 
-    Two calls ending at once may each see the other unfinished, so the job's page checks again.
+    Decided under the job's row lock, held until the caller's transaction commits: of two calls ending at
+    once, the second to take the lock sees the first one ended (READ COMMITTED), so one of them ends the job.
+    The job's page checks again all the same (`jobs.job_progress`).
     """
-    unfinished = Call.objects.filter(kind=KIND, batch=batch_of(job_id), status__in=engine_calls.UNFINISHED)
-    if besides is not None:
-        unfinished = unfinished.exclude(id=besides)
-    if unfinished.exists():
-        return 0
-    return GenerationJob.objects.live().filter(id=job_id).finish()
+    with transaction.atomic():
+        if GenerationJob.objects.live().select_for_update().filter(id=job_id).first() is None:
+            return 0
+        unfinished = Call.objects.filter(kind=KIND, batch=batch_of(job_id), status__in=engine_calls.UNFINISHED)
+        if besides is not None:
+            unfinished = unfinished.exclude(id=besides)
+        if unfinished.exists():
+            return 0
+        return GenerationJob.objects.live().filter(id=job_id).finish()
 
 
 def register() -> None:

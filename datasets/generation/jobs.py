@@ -4,23 +4,20 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from django.db import transaction
-from django.db.models import Count, Exists, Max, OuterRef, Q
+from django.db.models import Count, Exists, IntegerField, Max, OuterRef, Q
+from django.db.models.fields.json import KeyTextTransform
+from django.db.models.functions import Cast
 from django.utils import timezone
+
+from engine import calls as engine_calls
+from engine import lanes as engine_lanes
+from engine.models import Call, Lane
 
 from .. import answer_links, example_pool
 from ..factors import REFERENCE_LEVEL, levels_problem
-from ..models import (
-    Answer,
-    AnswerSource,
-    Dataset,
-    GenerationJob,
-    GenerationLane,
-    GenerationTask,
-    PromptRecipe,
-    settings_fingerprint,
-)  # fmt: skip
+from ..models import Answer, AnswerSource, Dataset, GenerationJob, PromptRecipe, Question, settings_fingerprint
 from ..recipes import RecipeError, check_keys
-from . import lanes
+from .answer_kind import KIND, batch_of, finish_if_complete, subject_for
 
 
 class GenerationRefused(Exception):
@@ -95,7 +92,7 @@ def start_job(
     *, dataset: Dataset, source: AnswerSource, recipe: PromptRecipe | None = None, levels: dict | None = None,
     user=None, study_id: int | None = None,
 ) -> GenerationJob:  # fmt: skip
-    """Create a job with one task per question lacking an answer with these settings.
+    """Create a job with one engine call (kind `answer`) per question lacking an answer with these settings.
 
     Questions already answered with these settings are counted, not asked again, so a re-run adds nothing.
     With a recipe the job runs that condition; with levels, only the dataset's questions at those levels.
@@ -144,14 +141,11 @@ def start_job(
         answer_links.link_answers(
             study_id=study_id, answer_ids=found.values_list("id", flat=True), via=answer_links.GENERATED
         )
-        GenerationTask.objects.bulk_create(
-            [GenerationTask(job=job, source=source, question_id=question_id) for question_id in to_ask],
-            batch_size=2000,
-        )
+        # The endpoint's lanes are sent once this commits (engine.calls.submit).
+        engine_calls.submit(KIND, source.endpoint, (subject_for(job.id, question_id) for question_id in to_ask),
+                            batch=batch_of(job.id))  # fmt: skip
         if not to_ask:
             job.finish()
-        else:
-            transaction.on_commit(lambda: lanes.dispatch_lanes(source))
     return job
 
 
@@ -164,9 +158,8 @@ def _running_message(running: GenerationJob, study_id: int | None) -> str:
 
 
 def _check_recipe_renders(recipe: PromptRecipe, source: AnswerSource, question_id: int) -> None:
-    """Refuse a recipe that cannot render the job's questions (no pool, a missing field) before any task."""
-    from ..models import Question
-    from ..recipes import RecipeError, build_request, check_keys
+    """Refuse a recipe that cannot render the job's questions (no pool, a missing field) before any call."""
+    from ..recipes import build_request
 
     try:
         check_keys(recipe)  # before build_request queries with them: a recipe saved before they were checked
@@ -182,31 +175,36 @@ def retry_failed(job: GenerationJob) -> int:
         job = GenerationJob.objects.select_for_update().get(pk=job.pk)
         if job.cancelled_at:
             raise GenerationRefused("This job was cancelled; start a new one instead.")
-        count = job.tasks.filter(status=GenerationTask.Status.FAILED).update(
-            status=GenerationTask.Status.PENDING, attempts=0, not_before=None
-        )
+        count = engine_calls.retry_failed(KIND, batch_of(job.id))  # its endpoint's lanes are sent on commit
         if count:
             GenerationJob.objects.filter(id=job.id).update(status=GenerationJob.Status.RUNNING, finished_at=None)
-            transaction.on_commit(lambda: lanes.dispatch_lanes(job.source))
     return count
 
 
 def cancel_job(job: GenerationJob) -> int:
-    """Stop asking for the job's pending questions; answers already in flight are still kept."""
+    """Stop asking for the job's pending questions; answers already in flight are still kept.
+
+    A call in flight that fails with a passing error goes back to pending: the answer kind's `prepare` then
+    refuses it, since the job is cancelled.
+    """
     now = timezone.now()
     with transaction.atomic():
         GenerationJob.objects.select_for_update().filter(pk=job.pk).first()  # one at a time with retry_failed
-        return (
+        cancelled = (
             GenerationJob.objects.live()
             .filter(id=job.id)
             .update(status=GenerationJob.Status.CANCELLED, cancelled_at=now, finished_at=now)
         )
+        if cancelled:
+            engine_calls.cancel(KIND, batch_of(job.id))
+        return cancelled
 
 
 def resume_job(job: GenerationJob) -> None:
-    """Send lanes again (after a broker restart lost them, say); lanes already alive ignore the call."""
+    """Send the source's endpoint's lanes again (after a broker restart lost them, say); live lanes ignore it."""
     if not job.is_finished:
-        transaction.on_commit(lambda: lanes.dispatch_lanes(job.source))
+        endpoint = job.source.endpoint
+        transaction.on_commit(lambda: engine_lanes.dispatch_lanes(endpoint))
 
 
 @dataclass
@@ -238,25 +236,47 @@ class JobProgress:
         }  # fmt: skip
 
 
+def batch_calls(job: GenerationJob):
+    """The engine calls answering the job's questions."""
+    return Call.objects.filter(kind=KIND, batch=batch_of(job.id))
+
+
 def job_progress(job: GenerationJob) -> JobProgress:
-    status = GenerationTask.Status
-    counts = job.tasks.aggregate(
+    """The counts of the job's calls. A job whose calls have all ended is marked done here too: the kind ends
+    it under the job's lock as its last call ends, and this check costs one query should that ever be missed."""
+    status = Call.Status
+    answer_ids = (
+        batch_calls(job)
+        .filter(status=status.DONE)
+        .annotate(answer_id=Cast(KeyTextTransform("answer", "result"), IntegerField()))
+        .values("answer_id")
+    )
+    counts = batch_calls(job).aggregate(
         total=Count("id"),
         done=Count("id", filter=Q(status=status.DONE)),
         failed=Count("id", filter=Q(status=status.FAILED)),
-        pending=Count("id", filter=Q(status=status.PENDING)),
+        # A cancelled job's questions never asked stay counted as pending, as before the engine.
+        pending=Count("id", filter=Q(status__in=[status.PENDING, status.CANCELLED])),
         running=Count("id", filter=Q(status=status.RUNNING)),
-        refusals=Count("id", filter=Q(status=status.DONE, answer__refusal=True)),
+        unfinished=Count("id", filter=Q(status__in=engine_calls.UNFINISHED)),
     )
-    stale_before = timezone.now() - timedelta(seconds=lanes.lane_stale_seconds(job.source))
-    lanes_of_source = GenerationLane.objects.filter(source=job.source_id).aggregate(
-        active=Count("id", filter=Q(heartbeat_at__gte=stale_before)), last=Max("heartbeat_at")
-    )
+    if counts.pop("unfinished") == 0 and counts["total"] and not job.is_finished:
+        finish_if_complete(job.id)
+        job.refresh_from_db()
+    refusals = Answer.objects.filter(id__in=answer_ids, refusal=True).count()
+    lanes_of_endpoint = {"active": 0, "last": None}
+    if job.source.endpoint_id is not None:
+        endpoint = job.source.endpoint
+        stale_before = timezone.now() - timedelta(seconds=engine_lanes.lane_stale_seconds(endpoint))
+        lanes_of_endpoint = Lane.objects.filter(endpoint=endpoint).aggregate(
+            active=Count("id", filter=Q(heartbeat_at__gte=stale_before)), last=Max("heartbeat_at")
+        )
     return JobProgress(
         **counts,
+        refusals=refusals,
         already_present=job.already_present,
-        active_lanes=lanes_of_source["active"],
-        last_heartbeat=lanes_of_source["last"],
+        active_lanes=lanes_of_endpoint["active"],
+        last_heartbeat=lanes_of_endpoint["last"],
     )
 
 
@@ -286,5 +306,33 @@ def worker_status() -> dict:
     return cached
 
 
-def failed_tasks(job: GenerationJob):
-    return job.tasks.filter(status=GenerationTask.Status.FAILED).select_related("question").order_by("id")
+@dataclass(frozen=True)
+class Failure:
+    """A question the job could not answer: its call's last error, attempts and history."""
+
+    question_id: int
+    question: Question | None
+    attempts: int
+    error: str
+    history: list
+
+
+def failed_calls(job: GenerationJob):
+    return batch_calls(job).filter(status=Call.Status.FAILED).order_by("id")
+
+
+def failures(job: GenerationJob, limit: int) -> list[Failure]:
+    """The job's first `limit` failed questions, with their questions in one query."""
+    failed = list(failed_calls(job)[:limit])
+    question_ids = [call.subject.get("question") for call in failed]
+    questions = Question.objects.in_bulk([question_id for question_id in question_ids if question_id is not None])
+    return [
+        Failure(
+            question_id=question_id,
+            question=questions.get(question_id),
+            attempts=call.attempts,
+            error=call.error,
+            history=call.history,
+        )  # fmt: skip
+        for call, question_id in zip(failed, question_ids, strict=True)
+    ]

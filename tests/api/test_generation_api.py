@@ -3,9 +3,11 @@
 import pytest
 
 from config.key_hosts import parse_key_hosts
-from datasets.generation import jobs, lanes
-from datasets.models import Answer, AnswerSource, GenerationJob, GenerationTask
+from datasets.generation import answer_kind, jobs
+from datasets.models import Answer, AnswerSource, GenerationJob
+from engine.models import Call
 from tests.api.client import client_for
+from tests.datasets.test_generation_engine import drain
 from tests.factories import (
     AnalystFactory,
     AnswerFactory,
@@ -30,10 +32,6 @@ def dataset():
 def model_source(base_url="http://127.0.0.1:9/v1", **fields):
     defaults = {"base_url": base_url, "model_name": "fake-model", "concurrency": 1, "request_timeout_seconds": 5}
     return AnswerSourceFactory(**{**defaults, **fields})
-
-
-def drain(source):
-    return [lanes.run_lane(source.id, index) for index in range(source.concurrency)]
 
 
 # --- Generation jobs ---------------------------------------------------------------------------------
@@ -159,10 +157,11 @@ def test_the_detail_lists_at_most_200_failures(coordinator):
     source = model_source()
     job = GenerationJob.objects.create(dataset=dataset, source=source, parameters=source.generation_settings(),
                                        settings_hash="x", status=GenerationJob.Status.DONE)  # fmt: skip
-    GenerationTask.objects.bulk_create(
-        GenerationTask(job=job, source=source, question=QuestionFactory(dataset=dataset), status="failed", error="no")
+    Call.objects.bulk_create(
+        Call(kind=answer_kind.KIND, endpoint=source.endpoint, batch=answer_kind.batch_of(job.id), status="failed",
+             subject=answer_kind.subject_for(job.id, QuestionFactory(dataset=dataset).id), error="no")
         for _ in range(201)
-    )
+    )  # fmt: skip
 
     detail = client_for(coordinator).get(f"/api/generation-jobs/{job.id}/").json()
 

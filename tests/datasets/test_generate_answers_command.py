@@ -10,9 +10,10 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
-from datasets.generation import jobs
+from datasets.generation import answer_kind, jobs
 from datasets.management.commands import generate_answers
-from datasets.models import Answer, GenerationJob, GenerationTask
+from datasets.models import Answer, GenerationJob
+from engine.models import Call
 from tests.factories import AnswerSourceFactory, DatasetFactory, QuestionFactory
 from tests.llm_server import FakeLLM
 
@@ -117,12 +118,14 @@ def test_failures_end_with_an_error_saying_how_to_retry_and_retry_failed_answers
 def test_resume_sends_a_jobs_lost_lanes_and_waits(dataset):
     with FakeLLM() as server:
         source = model_source(server.base_url)
-        # A job whose queued lanes were lost (a broker restart, say): its rows exist, nothing is running it.
+        # A job whose queued lanes were lost (a broker restart, say): its calls exist, nothing is running them.
         job = GenerationJob.objects.create(dataset=dataset, source=source, parameters=source.generation_settings(),
                                            settings_hash="lost")  # fmt: skip
-        GenerationTask.objects.bulk_create(
-            GenerationTask(job=job, source=source, question=question) for question in dataset.questions.all()
-        )
+        Call.objects.bulk_create(
+            Call(kind=answer_kind.KIND, endpoint=source.endpoint, batch=answer_kind.batch_of(job.id),
+                 subject=answer_kind.subject_for(job.id, question.id))
+            for question in dataset.questions.all()
+        )  # fmt: skip
         output = run("--resume", str(job.id), "--wait")
         finished = run("--resume", str(job.id))
 

@@ -1,17 +1,17 @@
-"""The generation engine in one process: jobs, claims, retries, refusals, idempotency.
+"""Generation jobs on the model-call engine in one process: jobs, retries, refusals, cancellation, idempotency.
 
-Lanes run in the test process here (`run_lane` directly); tests/datasets/test_generation_worker.py runs
-them on real Celery workers over Redis, including a worker killed mid-job.
+The engine's lanes run in the test process here (`run_lane` directly); tests/datasets/test_generation_worker.py
+runs them on real Celery workers over Redis, including a worker killed mid-job. The mechanism itself (claims,
+leases, lanes, back-off, rate limit) is tested in tests/engine/.
 """
 
-from datetime import timedelta
-
 import pytest
-from django.utils import timezone
 
 from config.key_hosts import parse_key_hosts
-from datasets.generation import jobs, lanes, work
-from datasets.models import Answer, GenerationJob, GenerationLane, GenerationTask
+from datasets.generation import jobs
+from datasets.models import Answer, GenerationJob
+from engine import calls, lanes
+from engine.models import Call, Endpoint
 from tests.factories import AnswerFactory, AnswerSourceFactory, DatasetFactory, QuestionFactory
 from tests.llm_server import FakeLLM
 
@@ -34,8 +34,9 @@ def model_source(server, **fields):
 
 
 def drain(source):
-    """Run the source's lanes one after another in this process until nothing is left."""
-    return [lanes.run_lane(source.id, index) for index in range(source.concurrency)]
+    """Run the lanes of the source's endpoint one after another in this process until nothing is left."""
+    endpoint = Endpoint.objects.get(id=source.endpoint_id)
+    return [lanes.run_lane(endpoint.id, index) for index in range(endpoint.concurrency)]
 
 
 def test_a_job_answers_every_question_once_with_full_provenance(dataset, django_capture_on_commit_callbacks):
@@ -73,7 +74,11 @@ def test_a_rerun_asks_nothing_and_counts_what_is_there(dataset):
         again = jobs.start_job(dataset=dataset, source=source)
         drain(source)
     assert len(server.requests) == 6 and Answer.objects.count() == 6
-    assert again.status == GenerationJob.Status.DONE and again.already_present == 6 and not again.tasks.exists()
+    assert (
+        again.status == GenerationJob.Status.DONE
+        and again.already_present == 6
+        and not jobs.batch_calls(again).exists()
+    )
 
 
 def test_changed_settings_make_a_new_set_of_answers(dataset):
@@ -85,7 +90,7 @@ def test_changed_settings_make_a_new_set_of_answers(dataset):
         source.save()
         job = jobs.start_job(dataset=dataset, source=source)
         drain(source)
-    assert job.tasks.count() == 6 and Answer.objects.filter(source=source).count() == 12
+    assert jobs.batch_calls(job).count() == 6 and Answer.objects.filter(source=source).count() == 12
     assert set(Answer.objects.values_list("parameters__temperature", flat=True)) == {0.0, 0.7}
 
 
@@ -127,7 +132,7 @@ def test_passing_errors_are_retried_with_backoff_then_answered(dataset, settings
         job = jobs.start_job(dataset=dataset, source=source)
         drain(source)
     assert len(server.requests) == 9 and Answer.objects.count() == 6
-    retried = GenerationTask.objects.get(job=job, attempts=4)
+    retried = jobs.batch_calls(job).get(attempts=4)
     assert retried.status == "done" and [entry["attempt"] for entry in retried.history] == [1, 2, 3]
     assert retried.history[0]["error"] == "HTTP 503: simulated failure (503)"
 
@@ -140,7 +145,7 @@ def test_errors_beyond_the_attempt_budget_fail_with_the_servers_message_and_can_
         job = jobs.start_job(dataset=dataset, source=source)
         drain(source)
         job.refresh_from_db()
-        failed = list(jobs.failed_tasks(job))
+        failed = list(jobs.failed_calls(job))
         assert job.status == "done" and len(failed) == 1
         assert failed[0].error == "HTTP 429: simulated failure (429)" and failed[0].attempts == 2
 
@@ -149,7 +154,7 @@ def test_errors_beyond_the_attempt_budget_fail_with_the_servers_message_and_can_
         assert job.status == "running" and job.finished_at is None
         drain(source)
     job.refresh_from_db()
-    assert job.status == "done" and Answer.objects.count() == 6 and not jobs.failed_tasks(job).exists()
+    assert job.status == "done" and Answer.objects.count() == 6 and not jobs.failed_calls(job).exists()
 
 
 def test_errors_that_retrying_cannot_fix_fail_at_once(dataset):
@@ -169,51 +174,9 @@ def test_a_missing_api_key_fails_without_sending_anything(dataset, monkeypatch, 
         job = jobs.start_job(dataset=dataset, source=source)
         drain(source)
     assert not server.requests
-    assert set(job.tasks.values_list("error", flat=True)) == {
+    assert set(jobs.batch_calls(job).values_list("error", flat=True)) == {
         "the environment variable EQUITYRATE_TEST_API_KEY (the source's API key) is not set"
     }
-
-
-def test_backoff_doubles_within_bounds_and_honours_retry_after(settings):
-    from datasets.llm_client import LLMError
-
-    settings.GENERATION_BACKOFF_SECONDS, settings.GENERATION_BACKOFF_MAX_SECONDS = 2, 60
-    for attempts, ceiling in [(1, 2), (2, 4), (3, 8), (6, 60), (12, 60)]:
-        delays = [work.backoff_seconds(attempts) for _ in range(50)]
-        assert all(ceiling / 2 <= delay <= ceiling for delay in delays)
-    asked = LLMError("HTTP 429", status=429, retryable=True, retry_after=30)
-    assert work.backoff_seconds(1, asked) == 30
-
-
-def test_a_question_whose_worker_died_is_claimed_again_after_its_lease(dataset):
-    source = AnswerSourceFactory(base_url="http://127.0.0.1:9/v1", model_name="m", request_timeout_seconds=5)
-    jobs.start_job(dataset=dataset, source=source)
-    first = work.claim_next_task(source, "worker A")
-    assert first.status == "running" and first.attempts == 1
-    others = [work.claim_next_task(source, "worker B") for _ in range(5)]
-    assert first.id not in {task.id for task in others}
-    assert work.claim_next_task(source, "worker B") is None
-    assert 0 < work.seconds_until_due(source) <= 5 + 15
-
-    GenerationTask.objects.filter(id=first.id).update(lease_expires_at=timezone.now() - timedelta(seconds=1))
-    again = work.claim_next_task(source, "worker B")
-    assert again.id == first.id and again.attempts == 2 and again.claimed_by == "worker B"
-
-
-def test_a_late_duplicate_answer_is_not_stored_twice(dataset):
-    """A presumed-dead worker answering after its question was reclaimed leaves one answer."""
-    from datasets.llm_client import Completion
-
-    source = AnswerSourceFactory(base_url="http://127.0.0.1:9/v1", model_name="m")
-    jobs.start_job(dataset=dataset, source=source)
-    task = work.claim_next_task(source, "A")
-    GenerationTask.objects.filter(id=task.id).update(lease_expires_at=timezone.now() - timedelta(seconds=1))
-    retaken = work.claim_next_task(source, "B")
-    messages = [{"role": "user", "content": task.question.text}]
-    first = work.store_answer(retaken, source, Completion("from B", "stop", "m", 10), messages)
-    second = work.store_answer(task, source, Completion("from A", "stop", "m", 10), messages)
-    assert first == second and Answer.objects.filter(question=task.question).count() == 1
-    assert Answer.objects.get(question=task.question).text == "from B"
 
 
 def test_cancelling_stops_pending_questions(dataset):
@@ -228,76 +191,11 @@ def test_cancelling_stops_pending_questions(dataset):
         jobs.retry_failed(job)
 
 
-def test_a_lane_held_by_a_live_task_is_left_alone_and_a_stale_one_is_taken_over(dataset):
-    source = AnswerSourceFactory(base_url="http://127.0.0.1:9/v1", model_name="m", concurrency=1)
-    GenerationLane.objects.create(source=source, index=0, token="x", heartbeat_at=timezone.now())
-    assert lanes.run_lane(source.id, 0) == "lane held by a live task"
-    GenerationLane.objects.filter(source=source).update(heartbeat_at=timezone.now() - timedelta(minutes=5))
-    assert lanes.run_lane(source.id, 0) == "no work left"
-    assert GenerationLane.objects.get(source=source).token == ""  # released on the way out
-
-
-def test_lanes_above_the_concurrency_retire(dataset):
-    source = AnswerSourceFactory(base_url="http://127.0.0.1:9/v1", model_name="m", concurrency=1)
-    jobs.start_job(dataset=dataset, source=source)
-    assert lanes.run_lane(source.id, 3) == "lane retired (concurrency lowered)"
-
-
-def test_a_lane_hands_over_when_its_budget_runs_out(dataset):
-    with FakeLLM() as server:
-        source = model_source(server, concurrency=1)
-        jobs.start_job(dataset=dataset, source=source)
-        assert lanes.run_lane(source.id, 0, budget_seconds=0) == "handed over"
-        assert lanes.run_lane(source.id, 0) == "no work left"
-    assert Answer.objects.count() == 6
-
-
-def test_the_rate_limit_spaces_requests(dataset):
-    with FakeLLM() as server:
-        source = model_source(server, concurrency=1, rate_limit_per_minute=600)  # one every 0.1 s
-        jobs.start_job(dataset=dataset, source=source)
-        started = timezone.now()
-        drain(source)
-        elapsed = (timezone.now() - started).total_seconds()
-    assert len(server.requests) == 6 and elapsed >= 0.5
-
-
 def test_existing_answers_with_other_settings_do_not_count(dataset):
     source = AnswerSourceFactory(base_url="http://127.0.0.1:9/v1", model_name="m")
     AnswerFactory(question=dataset.questions.first(), source=source, parameters={"temperature": 1})
     job = jobs.start_job(dataset=dataset, source=source)
-    assert job.already_present == 0 and job.tasks.count() == 6
-
-
-def test_a_connection_broken_mid_answer_is_retried_not_a_crash(dataset, settings):
-    """A server that closes the connection without answering: recorded and retried, the lane goes on."""
-    import socket
-    import threading
-
-    settings.GENERATION_BACKOFF_SECONDS = 0
-    settings.GENERATION_MAX_ATTEMPTS = 2
-    listener = socket.create_server(("127.0.0.1", 0))
-    port = listener.getsockname()[1]
-
-    def hang_up():
-        while True:
-            try:
-                connection, _ = listener.accept()
-            except OSError:
-                return
-            connection.recv(65536)
-            connection.close()
-
-    threading.Thread(target=hang_up, daemon=True).start()
-    source = AnswerSourceFactory(base_url=f"http://127.0.0.1:{port}/v1", model_name="m", concurrency=1)
-    job = jobs.start_job(dataset=dataset, source=source)
-    try:
-        assert lanes.run_lane(source.id, 0) == "no work left"
-    finally:
-        listener.close()
-    failed = list(jobs.failed_tasks(job))
-    assert len(failed) == 6 and all(task.attempts == 2 for task in failed)
-    assert "the connection to" in failed[0].error and "broke" in failed[0].error
+    assert job.already_present == 0 and jobs.batch_calls(job).count() == 6
 
 
 def test_only_api_key_variables_can_be_read(dataset, monkeypatch):
@@ -311,7 +209,7 @@ def test_only_api_key_variables_can_be_read(dataset, monkeypatch):
         job = jobs.start_job(dataset=dataset, source=source)  # saved without validation, e.g. by a script
         drain(source)
     assert not server.requests  # the secret was never sent
-    assert "is not accepted as an API-key variable" in jobs.failed_tasks(job).first().error
+    assert "is not accepted as an API-key variable" in jobs.failed_calls(job).first().error
 
 
 def test_sources_need_at_least_one_lane():
@@ -325,9 +223,45 @@ def test_sources_need_at_least_one_lane():
 def test_a_retry_after_a_cancel_is_refused(dataset):
     source = AnswerSourceFactory(base_url="http://127.0.0.1:9/v1", model_name="m")
     job = jobs.start_job(dataset=dataset, source=source)
-    job.tasks.filter(id=job.tasks.first().id).update(status=GenerationTask.Status.FAILED)
+    jobs.batch_calls(job).filter(id=jobs.batch_calls(job).first().id).update(status=Call.Status.FAILED)
     stale_copy = GenerationJob.objects.get(pk=job.pk)
     jobs.cancel_job(job)
     with pytest.raises(jobs.GenerationRefused, match="cancelled"):
         jobs.retry_failed(stale_copy)  # its cancelled_at is from before the cancel
     assert GenerationJob.objects.get(pk=job.pk).status == "cancelled"
+
+
+def test_a_cancel_keeps_the_answers_in_flight_and_never_asks_a_question_again(dataset, settings):
+    from engine.llm_client import Completion, LLMError
+
+    settings.GENERATION_BACKOFF_SECONDS = 0
+    with FakeLLM() as server:
+        source = model_source(server, concurrency=1)
+        job = jobs.start_job(dataset=dataset, source=source)
+        endpoint = Endpoint.objects.get(id=source.endpoint_id)
+        kept, backing_off = calls.claim_next(endpoint, "A"), calls.claim_next(endpoint, "B")
+        assert jobs.cancel_job(job) == 1
+        # Its request was sent before the cancel; the reply comes after, and is kept.
+        calls.store(kept, Completion("Kept.", "stop", "fake-model", 10))
+        # The other one, in flight too, meets a passing error and goes back to the queue...
+        assert calls.record_failure(backing_off, LLMError("HTTP 503", status=503, retryable=True)) == "pending"
+        drain(source)
+    # ...where the answer kind refuses it: the job was cancelled.
+    assert list(Answer.objects.values_list("text", flat=True)) == ["Kept."] and not server.requests
+    backing_off.refresh_from_db()
+    assert backing_off.status == Call.Status.FAILED and backing_off.error == f"generation job {job.id} was cancelled"
+    progress = jobs.job_progress(job)
+    assert (progress.done, progress.failed, progress.pending, progress.running) == (1, 1, 4, 0)
+    job.refresh_from_db()
+    assert job.status == GenerationJob.Status.CANCELLED
+
+
+def test_a_job_whose_calls_have_all_ended_is_finished_when_its_progress_is_read(dataset):
+    source = AnswerSourceFactory(base_url="http://127.0.0.1:9/v1", model_name="m")
+    job = jobs.start_job(dataset=dataset, source=source)
+    # As if its last two calls ended at once and each left the job's end to the other.
+    jobs.batch_calls(job).update(status=Call.Status.FAILED)
+    assert GenerationJob.objects.get(pk=job.pk).status == GenerationJob.Status.QUEUED
+
+    assert jobs.job_progress(job).failed == 6
+    assert job.status == GenerationJob.Status.DONE and GenerationJob.objects.get(pk=job.pk).finished_at

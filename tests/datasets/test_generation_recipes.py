@@ -3,9 +3,10 @@
 import pytest
 
 from datasets.generation import jobs
-from datasets.models import Answer, AnswerSource, GenerationJob, GenerationTask, PromptRecipe, Question
+from datasets.models import Answer, AnswerSource, GenerationJob, PromptRecipe, Question
 from datasets.variants import biasmedqa
 from datasets.variants.biasmedqa_recipes import ensure_biasmedqa_recipes
+from engine.models import Call
 from tests.datasets.test_generation_engine import drain
 from tests.datasets.test_generation_worker import finished_job
 from tests.datasets.test_recipes import make_variants
@@ -51,7 +52,7 @@ def test_a_condition_asks_only_the_questions_at_its_levels_and_stores_the_exact_
     assert job.status == GenerationJob.Status.DONE and job.recipe == recipe and job.levels == {"bias": "recency"}
     assert job.parameters == {"model": "fake-model", **recipe.settings()}
     assert job.parameters["condition"] == {"mitigation": "none"} and job.parameters["max_tokens"] == 512
-    assert (again.status, again.already_present, again.tasks.count()) == (GenerationJob.Status.DONE, 4, 0)
+    assert (again.status, again.already_present, jobs.batch_calls(again).count()) == (GenerationJob.Status.DONE, 4, 0)
     answers = Answer.objects.filter(source=source, settings_hash=job.settings_hash).select_related("question")
     assert sorted(answer.question.external_id for answer in answers) == [f"{n}-recency" for n in range(4)]
     received = server.requests[:4]
@@ -143,8 +144,8 @@ def test_a_recipe_edited_after_the_job_started_fails_its_questions_instead_of_se
         recipe.save()
         drain(source)
 
-    task = job.tasks.get()
-    assert task.status == GenerationTask.Status.FAILED and "was edited after job" in task.error
+    call = jobs.batch_calls(job).get()
+    assert call.status == Call.Status.FAILED and "was edited after job" in call.error
     assert server.requests == []
 
 

@@ -12,9 +12,11 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from datasets.generation import jobs, lanes
-from datasets.models import Answer, GenerationJob, GenerationTask
+from datasets.generation import answer_kind, jobs
+from datasets.models import Answer, GenerationJob
+from engine.models import Call
 from tests.celery_process import using_broker
+from tests.datasets.test_generation_engine import drain
 from tests.factories import (
     AnalystFactory,
     AnswerFactory,
@@ -52,10 +54,6 @@ def model_source(base_url, **fields):
                 "request_timeout_seconds": 5, "system_prompt": "Be brief.",
                 "prompt_template": "Q: {question}"}  # fmt: skip
     return AnswerSourceFactory(**{**defaults, **fields})
-
-
-def drain(source):
-    return [lanes.run_lane(source.id, index) for index in range(source.concurrency)]
 
 
 def unreachable_source(**fields):
@@ -257,7 +255,7 @@ def test_failures_are_listed_with_the_servers_message_and_retried_from_the_page(
     job.refresh_from_db()
     assert job.status == GenerationJob.Status.DONE
     assert Answer.objects.filter(source=source).count() == 3
-    assert not jobs.failed_tasks(job).exists()
+    assert not jobs.failed_calls(job).exists()
     again = client.post(reverse("datasets:generation_retry", args=[job.pk]), follow=True)
     assert b"No failed questions to retry." in again.content
 
@@ -268,10 +266,11 @@ def test_the_failures_table_stops_at_200_rows(client, analyst):
     job = GenerationJob.objects.create(dataset=dataset, source=source, parameters=source.generation_settings(),
                                        settings_hash="x", status=GenerationJob.Status.DONE)  # fmt: skip
     questions = [QuestionFactory(dataset=dataset) for _ in range(203)]
-    GenerationTask.objects.bulk_create(
-        GenerationTask(job=job, source=source, question=question, status="failed", attempts=1, error="HTTP 400: no")
+    Call.objects.bulk_create(
+        Call(kind=answer_kind.KIND, endpoint=source.endpoint, batch=answer_kind.batch_of(job.id),
+             subject=answer_kind.subject_for(job.id, question.id), status="failed", attempts=1, error="HTTP 400: no")
         for question in questions
-    )
+    )  # fmt: skip
     client.force_login(analyst)
 
     response = client.get(reverse("datasets:generation_job", args=[job.pk]))
@@ -521,14 +520,20 @@ def test_the_admin_shows_generation_rows_read_only_and_filters_refusals(client, 
     drain(source)
     client.force_login(coordinator)
 
-    for name in ("generationjob", "generationtask", "generationlane"):
-        changelist = client.get(reverse(f"admin:datasets_{name}_changelist"))
-        assert changelist.status_code == 200, name
-        assert client.get(reverse(f"admin:datasets_{name}_add")).status_code == 403, name
+    changelist = client.get(reverse("admin:datasets_generationjob_changelist"))
+    assert changelist.status_code == 200
+    assert client.get(reverse("admin:datasets_generationjob_add")).status_code == 403
     job_page = client.get(reverse("admin:datasets_generationjob_change", args=[job.pk]))
     assert job_page.status_code == 200 and b'name="_save"' not in job_page.content  # view only
-    task = job.tasks.first()
-    assert client.get(reverse("admin:datasets_generationtask_change", args=[task.pk])).status_code == 200
+    # The job's questions are its engine calls, listed from the job's row in the engine's admin.
+    calls_url = f"{reverse('admin:engine_call_changelist')}?kind=answer&amp;batch=generation-job%3A{job.pk}"
+    assert calls_url in changelist.content.decode()
+    job_calls = client.get(
+        reverse("admin:engine_call_changelist"), {"kind": "answer", "batch": f"generation-job:{job.pk}"}
+    )
+    assert job_calls.status_code == 200 and job_calls.context["cl"].result_count == 4
+    call = jobs.batch_calls(job).first()
+    assert client.get(reverse("admin:engine_call_change", args=[call.pk])).status_code == 200
 
     refusals = client.get(reverse("admin:datasets_answer_changelist"), {"refusal__exact": "1"})
     assert refusals.status_code == 200 and refusals.context["cl"].result_count == 1

@@ -1,7 +1,8 @@
 """Generation on real Celery workers over Redis, against PostgreSQL and a local chat-completions server.
 
-The engine's logic is tested in one process in test_generation_engine.py; here lanes run as Celery tasks
-in worker processes, one of which is killed mid-job, and the broker itself is restarted under a running job.
+Jobs are tested in one process in test_generation_engine.py (the engine's mechanism in tests/engine/); here the
+engine's lanes run as Celery tasks in worker processes, one of which is killed mid-job, and the broker itself is
+restarted under a running job.
 """
 
 import shutil
@@ -15,7 +16,8 @@ import pytest
 from django.db.models import Sum
 
 from datasets.generation import jobs
-from datasets.models import Answer, GenerationJob, GenerationLane, GenerationTask
+from datasets.models import Answer, GenerationJob
+from engine.models import Call, Lane
 from tests import celery_process
 from tests.factories import AnswerSourceFactory, DatasetFactory, QuestionFactory
 from tests.llm_server import FakeLLM
@@ -82,7 +84,7 @@ def finished_job(job: GenerationJob, *, seconds: float, workers=()) -> Generatio
 
 def lanes_released(source, *, workers=()) -> None:
     def released():
-        return not GenerationLane.objects.filter(source=source).exclude(token="").exists()
+        return not Lane.objects.filter(endpoint=source.endpoint_id).exclude(token="").exists()
 
     wait_for(released, seconds=15, what=f"the lanes of {source} to be released", workers=workers)
 
@@ -113,7 +115,7 @@ def test_a_job_runs_on_the_worker_within_the_sources_concurrency(celery_worker, 
     assert progress.percent == 100 and progress.active_lanes == 0
     assert len(server.requests) == 30
     assert server.peak_in_flight == 3  # all lanes worked side by side, and never more than the source allows
-    assert GenerationLane.objects.filter(source=source).count() == 3
+    assert Lane.objects.filter(endpoint=source.endpoint_id).count() == 3
 
 
 def test_a_rerun_on_the_worker_asks_nothing(celery_worker, reference_data):
@@ -128,7 +130,8 @@ def test_a_rerun_on_the_worker_asks_nothing(celery_worker, reference_data):
         time.sleep(1)  # were anything sent to the worker, it would have started by now
 
     assert requests == 10
-    assert again.status == GenerationJob.Status.DONE and again.already_present == 10 and not again.tasks.exists()
+    assert again.status == GenerationJob.Status.DONE and again.already_present == 10
+    assert not jobs.batch_calls(again).exists()
     assert len(server.requests) == 10 and Answer.objects.count() == 10
 
 
@@ -157,7 +160,7 @@ def test_a_job_survives_its_worker_being_killed(celery_broker, reference_data, s
         before = {answer.question_id: (answer.id, answer.text) for answer in answered.all()}
         progress = jobs.job_progress(job)
         assert 8 <= len(before) < 40 and progress.running >= 1, progress.as_dict()
-        assert GenerationLane.objects.filter(source=source).exclude(token="").exists()  # left held by the dead
+        assert Lane.objects.filter(endpoint=source.endpoint_id).exclude(token="").exists()  # left held by the dead
 
         with celery_process.running_worker(app, name=f"{queue}-b", log=tmp_path / "b.log", **options) as worker_b:
             job = finished_job(job, seconds=90, workers=[worker_a, worker_b])
@@ -166,10 +169,10 @@ def test_a_job_survives_its_worker_being_killed(celery_broker, reference_data, s
     assert job.status == GenerationJob.Status.DONE
     after = assert_one_correct_answer_per_question(dataset, source, server)
     assert {question: after[question] for question in before} == before  # nothing stored before the kill changed
-    assert not GenerationTask.objects.filter(job=job).exclude(status=GenerationTask.Status.DONE).exists()
-    resent = GenerationTask.objects.filter(job=job, attempts__gt=1)
+    assert not jobs.batch_calls(job).exclude(status=Call.Status.DONE).exists()
+    resent = jobs.batch_calls(job).filter(attempts__gt=1)
     assert resent.count() >= progress.running  # the questions left in flight were asked again
-    attempts = GenerationTask.objects.filter(job=job).aggregate(total=Sum("attempts"))["total"]
+    attempts = jobs.batch_calls(job).aggregate(total=Sum("attempts"))["total"]
     assert 40 <= len(server.requests) <= attempts  # a claim may die before its request is sent, not after
     assert server.peak_in_flight <= 4
     print(f"\nkilled worker: {len(before)} answers before the kill, {progress.running} in flight; "

@@ -7,9 +7,10 @@ from django.core.exceptions import ValidationError
 from django.core.management import CommandError, call_command
 
 from config.key_hosts import HostPattern, KeyNotAllowed, check_key_destination, parse_key_hosts
-from datasets.generation import jobs, lanes
+from datasets.generation import jobs
 from datasets.models import AnswerSource
 from tests.api.client import client_for
+from tests.datasets.test_generation_engine import drain
 from tests.factories import AnswerSourceFactory, DatasetFactory, QuestionFactory
 from tests.llm_server import FakeLLM
 
@@ -219,8 +220,7 @@ def dataset(db):
 
 def run_job(dataset, source):
     job = jobs.start_job(dataset=dataset, source=source)
-    for index in range(source.concurrency):
-        lanes.run_lane(source.id, index)
+    drain(source)
     return job
 
 
@@ -232,7 +232,7 @@ def test_a_source_saved_before_the_binding_changed_sends_no_key(dataset, setting
         settings.MODEL_KEY_HOSTS = parse_key_hosts(f"{KEY}=api.openai.com")  # ...then the binding changed.
         job = run_job(dataset, source)
     assert not server.received  # not even a request without the key
-    errors = set(job.tasks.values_list("error", flat=True))
+    errors = set(jobs.batch_calls(job).values_list("error", flat=True))
     assert errors == {f"{KEY} may be sent only to api.openai.com (MODEL_KEY_HOSTS), not to 127.0.0.1:"
                       f"{server.base_url.split(':')[2].split('/')[0]}: use one of those hosts, or ask the "
                       "server's operator to bind the variable to this one"}  # fmt: skip
@@ -245,7 +245,7 @@ def test_a_source_without_a_key_is_sent_no_authorization_header_whatever_the_set
         job = run_job(dataset, source)
     assert len(server.received) == 2
     assert all("Authorization" not in headers for _, _, headers in server.received)
-    assert not jobs.failed_tasks(job).exists()
+    assert not jobs.failed_calls(job).exists()
 
 
 def test_a_redirect_never_carries_the_key_to_another_host(dataset, settings, monkeypatch):
@@ -257,4 +257,4 @@ def test_a_redirect_never_carries_the_key_to_another_host(dataset, settings, mon
     assert server.received and all(headers["Authorization"] == "Bearer sk-very-secret-value"
                                    for _, _, headers in server.received)  # fmt: skip
     assert not elsewhere.received
-    assert "the server redirects to" in jobs.failed_tasks(job).first().error
+    assert "the server redirects to" in jobs.failed_calls(job).first().error

@@ -170,8 +170,9 @@ def test_a_held_out_question_is_never_rendered_and_a_job_leaves_it_out(study):
         job = jobs.start_job(dataset=variants, source=model_source(server), recipe=recipe)
 
     assert job.held_out == 8 * len(held)
-    assert job.tasks.count() == 8 * (60 - len(held))
-    assert not job.tasks.filter(question__base_id__in=held).exists()
+    asked = Question.objects.filter(id__in=[call.subject["question"] for call in jobs.batch_calls(job)])
+    assert asked.count() == jobs.batch_calls(job).count() == 8 * (60 - len(held))
+    assert not asked.filter(base_id__in=held).exists()
 
 
 @pytest.mark.django_db
@@ -203,7 +204,7 @@ def test_a_separate_pool_leaves_every_question_of_the_study_to_evaluate():
     with FakeLLM() as server:
         job = jobs.start_job(dataset=study, source=model_source(server), recipe=recipe, levels={"bias": "recency"})
 
-    assert (job.held_out, job.tasks.count()) == (0, 6)
+    assert (job.held_out, jobs.batch_calls(job).count()) == (0, 6)
     request = build_request(recipe, study.questions.get(external_id="0-recency"), model="m")
     assert request.examples[0].startswith("train-") and "### Answer: B\n\n" in request.prompt
 

@@ -184,3 +184,62 @@ def test_kinds_are_registered_by_name():
     assert {"echo", "judge-like"} <= set(engine.registered_kinds())
     with pytest.raises(ValueError):
         engine.register("", kinds.Echo())
+
+
+def test_backoff_doubles_within_bounds_and_honours_retry_after(settings):
+    from engine.llm_client import LLMError
+
+    settings.GENERATION_BACKOFF_SECONDS, settings.GENERATION_BACKOFF_MAX_SECONDS = 2, 60
+    for attempts, ceiling in [(1, 2), (2, 4), (3, 8), (6, 60), (12, 60)]:
+        delays = [calls.backoff_seconds(attempts) for _ in range(50)]
+        assert all(ceiling / 2 <= delay <= ceiling for delay in delays)
+    asked = LLMError("HTTP 429", status=429, retryable=True, retry_after=30)
+    assert calls.backoff_seconds(1, asked) == 30
+
+
+def test_lanes_above_the_concurrency_retire():
+    endpoint = Endpoint.objects.create(name="one lane", base_url="http://127.0.0.1:9/v1", concurrency=1)
+    calls.submit("echo", endpoint, [{"text": "a"}])
+    assert lanes.run_lane(endpoint.id, 3) == "lane retired (concurrency lowered)"
+    assert Call.objects.get().status == Call.Status.PENDING  # left for the lanes that remain
+
+
+def test_a_lane_hands_over_when_its_budget_runs_out():
+    with FakeLLM() as server:
+        endpoint = make_endpoint(server, concurrency=1)
+        calls.submit("echo", endpoint, [{"text": f"Say {n}"} for n in range(3)])
+        assert lanes.run_lane(endpoint.id, 0, budget_seconds=0) == "handed over"
+        assert lanes.run_lane(endpoint.id, 0) == "no work left"
+    assert set(Call.objects.values_list("status", flat=True)) == {Call.Status.DONE} and len(server.requests) == 3
+
+
+def test_a_connection_broken_mid_request_is_retried_not_a_crash(settings):
+    """A server that closes the connection without answering: recorded and retried, the lane goes on."""
+    import socket
+    import threading
+
+    settings.GENERATION_BACKOFF_SECONDS = 0
+    settings.GENERATION_MAX_ATTEMPTS = 2
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+
+    def hang_up():
+        while True:
+            try:
+                connection, _ = listener.accept()
+            except OSError:
+                return
+            connection.recv(65536)
+            connection.close()
+
+    threading.Thread(target=hang_up, daemon=True).start()
+    endpoint = Endpoint.objects.create(name="hangs up", base_url=f"http://127.0.0.1:{port}/v1", concurrency=1)
+    calls.submit("echo", endpoint, [{"text": f"Say {n}"} for n in range(3)], batch="broken")
+    try:
+        assert lanes.run_lane(endpoint.id, 0) == "no work left"
+    finally:
+        listener.close()
+    failed = list(Call.objects.order_by("id"))
+    assert {call.status for call in failed} == {Call.Status.FAILED} and all(call.attempts == 2 for call in failed)
+    assert "the connection to" in failed[0].error and "broke" in failed[0].error
+    assert kinds.failure("echo", failed[0].id) == failed[0].error

@@ -6,24 +6,29 @@ gate says no, "Not applicable" mixed with a group) is stored as a failure with i
 never as a rating. Judge replies and ratings are append-only, pairwise items are shown in both orders, and the
 judge's ratings are rows of the study's results table."""
 
+import io
 import json
+from dataclasses import dataclass
 
 import jsonschema
 import pytest
 from django.core.exceptions import ValidationError
 from django.core.management import call_command
+from django.core.management.base import CommandError
 from django.db import IntegrityError, connection, transaction
+from django.test import TestCase
 from django.urls import reverse
 from django.utils import timezone
 
 from analysis.results import JUDGE, results_table
+from engine.models import Call
+from studies.judge_kind import batch_of, submit_judge
 from studies.judges import (
     JudgeError,
     build_judge_request,
     judge_swap,
     parse_reply,
     record_judge_reply,
-    run_judge,
 )
 from studies.models import (
     AuditTrailError,
@@ -76,11 +81,38 @@ def judge_for(item, base_url: str, **fields) -> Judge:
     return judge
 
 
+@dataclass
+class JudgeRun:
+    submitted: int  # calls queued
+    asked: int  # replies stored by this run (valid or not)
+    rated: int
+    failed: int  # replies the validator refused
+    call_errors: list[str]  # the batch's calls that failed without a reply
+
+
+def run_judge(judge, study) -> JudgeRun:
+    """Submit the judge's calls; Celery is eager here, so the engine's lanes run them once the submit commits."""
+    replies = JudgeReply.objects.filter(judge=judge, item__study=study)
+    before = set(replies.values_list("id", flat=True))
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        submitted = submit_judge(judge, study)
+    new = replies.exclude(id__in=before)
+    asked, rated = new.count(), new.filter(rating__isnull=False).count()
+    failed_calls = Call.objects.filter(kind="judge", batch=batch_of(judge.pk, study.pk), status=Call.Status.FAILED)
+    return JudgeRun(submitted, asked, rated, asked - rated, list(failed_calls.values_list("error", flat=True)))
+
+
 def run_with(replies: list[str], item, **judge_fields):
     with ScriptedLLM(replies) as server:
         judge = judge_for(item, server.base_url, **judge_fields)
         run = run_judge(judge, item.study)
     return judge, run, server
+
+
+@pytest.fixture(autouse=True)
+def _engine_without_waits(settings):
+    """No back-off between attempts, so a retried call does not keep the test waiting."""
+    settings.GENERATION_BACKOFF_SECONDS = 0
 
 
 @pytest.fixture
@@ -160,22 +192,48 @@ def test_an_invalid_reply_is_a_failure_with_its_errors_never_a_rating(item, repl
             f"/api/assignments/{assignment.id}/rating/", {"values": json.loads(reply.strip("`json\n"))}, format="json"
         )
         assert response.status_code == 400 and response.json()["values"] == errors
-    # The failure is stored: a second run asks nothing again.
+    # The failure is stored: a second run queues and asks nothing again.
     with ScriptedLLM([]) as server:
-        assert run_judge(judge, item.study).asked == 0 and server.requests == []
+        again = run_judge(judge, item.study)
+        assert (again.submitted, again.asked, server.requests) == (0, 0, [])
 
 
-def test_every_item_and_repeat_is_asked_once_and_a_failed_call_is_asked_again_next_run(item):
+def test_every_item_and_repeat_is_asked_once_and_a_failed_call_is_asked_again_next_run(item, settings):
+    settings.GENERATION_MAX_ATTEMPTS = 1  # a 500 fails the call for good at once, rather than backing off
     other = StudyItem.objects.create(study=item.study, answer=AnswerFactory(question=item.answer.question))
     with ScriptedLLM(['{"on_topic": "no"}'] * 4) as server:
         server.failures = 1  # the first call gets a 500: no reply, nothing stored
         judge = judge_for(item, server.base_url, repeats=2)
         first = run_judge(judge, item.study)
         second = run_judge(judge, item.study)
+        third = run_judge(judge, item.study)
 
-    assert (first.asked, len(first.call_errors), second.asked) == (3, 1, 1)
+    assert (first.submitted, first.asked, len(first.call_errors)) == (4, 3, 1)
+    assert "simulated failure (500)" in first.call_errors[0]
+    assert (second.submitted, second.asked, second.call_errors) == (1, 1, [])  # the failed call, queued again
+    assert (third.submitted, third.asked, len(server.requests)) == (0, 0, 5)
     stored = set(JudgeRating.objects.values_list("item_id", "repeat"))
     assert stored == {(item.pk, 0), (item.pk, 1), (other.pk, 0), (other.pk, 1)}
+    made = Call.objects.filter(kind="judge", batch=batch_of(judge.pk, item.study.pk))
+    assert made.count() == 4 and {call.status for call in made} == {Call.Status.DONE}  # one call per pair
+    [asked_again] = [call for call in made if call.history]
+    assert asked_again.attempts == 1  # a fresh attempt budget
+    assert "simulated failure (500)" in asked_again.history[0]["error"]  # the failure's history stays
+    assert asked_again.result == {
+        "reply": JudgeReply.objects.get(item_id=asked_again.subject["item"], repeat=asked_again.subject["repeat"]).id
+    }
+
+
+def test_a_retryable_error_is_retried_by_the_engine_within_one_run(item):
+    with ScriptedLLM(['{"on_topic": "no"}']) as server:
+        server.failures = 2  # two 503s, then the reply: the lane backs off and asks again
+        server.failure_status = 503
+        judge = judge_for(item, server.base_url)
+        run = run_judge(judge, item.study)
+
+    assert (run.submitted, run.asked, run.rated, run.call_errors) == (1, 1, 1, [])
+    call = Call.objects.get(kind="judge")
+    assert call.attempts == 3 and len(call.history) == 2 and len(server.requests) == 3
 
 
 def test_two_answers_are_shown_in_both_orders_and_the_order_is_recorded():
@@ -273,13 +331,30 @@ def test_judge_ratings_are_rows_of_the_results_table_beside_peoples(item):
     assert set(human["field"]) == set(judged["field"])
 
 
-def test_the_judge_study_command_runs_a_judge_over_a_study(item, capsys):
+@pytest.mark.django_db(transaction=True)  # the submit really commits, and eager Celery runs the lanes then
+def test_the_judge_study_command_queues_a_judges_calls_and_waits_for_them(item, capsys):
     with ScriptedLLM(['{"on_topic": "no"}']) as server:
         judge = judge_for(item, server.base_url)
+        call_command("judge_study", "--study", str(item.study.pk), "--judge", judge.name, "--wait")
         call_command("judge_study", "--study", str(item.study.pk), "--judge", judge.name)
 
-    assert "asked 1, rated 1, failed 0" in capsys.readouterr().out
-    assert JudgeRating.objects.get().judge == judge
+    out = capsys.readouterr().out.splitlines()
+    assert out == [
+        f"judge {judge.name} on study {item.study.pk}: 1 calls queued, 0 items x repeats already replied",
+        f"judge {judge.name} on study {item.study.pk}: asked 1, rated 1, failed 0",
+        f"judge {judge.name} on study {item.study.pk}: 0 calls queued, 1 items x repeats already replied",
+    ]
+    assert JudgeRating.objects.get().judge == judge and len(server.requests) == 1
+
+
+def test_the_judge_study_command_gives_up_waiting_after_its_timeout(item):
+    with ScriptedLLM([]) as server:
+        judge = judge_for(item, server.base_url)
+    # Not on commit: the call stays queued, as it would with no worker running.
+    with pytest.raises(CommandError, match="Gave up waiting after 0.2 s: 1 calls pending, 0 in flight"):
+        call_command("judge_study", "--study", str(item.study.pk), "--judge", judge.name, "--wait",
+                     "--timeout", "0.2", "--poll", "0.05", stdout=io.StringIO())  # fmt: skip
+    assert Call.objects.get(kind="judge").status == Call.Status.PENDING
 
 
 def test_a_second_reply_for_the_same_repeat_keeps_the_first(item):
@@ -325,15 +400,16 @@ def test_a_judge_is_checked_before_it_asks(item):
     judge.shown_fields, judge.examples, judge.repeats = ["answers"], [], 1
     judge.save()
     with pytest.raises(JudgeError, match="does not hold the judge J"):
-        run_judge(judge, item.study)
+        submit_judge(judge, item.study)
     item.study.judges.add(judge)
     with pytest.raises(JudgeError, match="has no endpoint"):
-        run_judge(judge, item.study)
+        submit_judge(judge, item.study)
     other = group_rubric_item()
     other.study.rubric_version = StudyFactory().rubric_version  # EquityMedQA's independent rubric
     other.study.save()
     with pytest.raises(JudgeError, match="not the rubric of"):
-        run_judge(judge, other.study)
+        submit_judge(judge, other.study)
+    assert not Call.objects.exists()
     with pytest.raises(JudgeError, match="makes 1 repeat"):
         build_judge_request(judge, item, 1)
 

@@ -14,13 +14,15 @@ from django.core.management.base import CommandError
 from django.urls import reverse
 from django.utils import timezone
 
-from datasets.generation import jobs, work
+from datasets.generation import jobs
 from datasets.importers import ImportRejected
 from datasets.importers.answers import AnswerOptions
 from datasets.importers.questions import QuestionOptions
 from datasets.llm_client import Completion
-from datasets.models import Answer, GenerationJob, GenerationTask, ImportJob
+from datasets.models import Answer, GenerationJob, ImportJob
 from datasets.services import import_answers, import_questions
+from engine import calls
+from engine.models import Call
 from scoring.qpain_import import import_qpain_outputs
 from scoring.release_import import import_biasmedqa_responses
 from studies.models import StudyAnswer, StudyItem
@@ -85,15 +87,18 @@ def test_a_late_duplicate_answer_for_a_study_is_linked_once(dataset):
     study = scorers_only_study()
     source = AnswerSourceFactory(base_url="http://127.0.0.1:9/v1", model_name="m")
     jobs.start_job(dataset=dataset, source=source, study_id=study.pk)
-    task = work.claim_next_task(source, "A")
-    GenerationTask.objects.filter(id=task.id).update(lease_expires_at=timezone.now() - timedelta(seconds=1))
-    retaken = work.claim_next_task(source, "B")
-    messages = [{"role": "user", "content": task.question.text}]
+    endpoint = source.endpoint
+    call = calls.claim_next(endpoint, "A")
+    Call.objects.filter(id=call.id).update(lease_expires_at=timezone.now() - timedelta(seconds=1))
+    retaken = calls.claim_next(endpoint, "B")
+    assert retaken.id == call.id
 
-    first = work.store_answer(retaken, source, Completion("from B", "stop", "m", 10), messages)
-    second = work.store_answer(task, source, Completion("from A", "stop", "m", 10), messages)
+    calls.store(retaken, Completion("from B", "stop", "m", 10))
+    calls.store(call, Completion("from A", "stop", "m", 10))
 
-    assert first == second and links(study) == {first.id: GENERATED}
+    answer = Answer.objects.get()
+    assert answer.text == "from B" and links(study) == {answer.id: GENERATED}
+    assert Call.objects.get(id=call.id).result == {"answer": answer.id}
 
 
 def test_a_job_for_an_unknown_study_is_refused_before_anything_is_created(dataset):

@@ -11,6 +11,8 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 
 from datasets.models import AnswerSource, Dataset
+from engine.models import Call
+from studies.judge_kind import submit_judge
 from studies.judges import record_judge_reply
 from studies.models import Judge, StudyJudge
 from studies.study_files import StudyRefused, export_study, load_study_text, read_definition
@@ -235,6 +237,7 @@ def test_the_list_and_dashboard_show_each_judges_replies_ratings_and_failures(cl
     judge = held_judge(item, repeats=3)
     record_judge_reply(judge, item, 0, request={}, raw_reply='{"on_topic": "no"}', latency_ms=5)
     record_judge_reply(judge, item, 1, request={}, raw_reply="not json", latency_ms=5)
+    assert submit_judge(judge, item.study) == 1  # repeat 2's call (no worker here: it stays queued)
     client.force_login(coordinator)
 
     listed = client.get(reverse("coordination:list"))
@@ -242,20 +245,29 @@ def test_the_list_and_dashboard_show_each_judges_replies_ratings_and_failures(cl
 
     [row] = page.context["dashboard"].judges
     assert (row.judge, row.needed, row.replied, row.rated, row.failed, row.percent) == (judge, 3, 2, 1, 1, 66)
+    assert (row.calls_pending, row.calls_running, row.calls_failed) == (1, 0, 0)
     assert "Progress by judge" in page.content.decode()
-    assert "Stand-in judge: 2 / 3 replied, 1 valid, 1 failed" in listed.content.decode()
+    assert "Stand-in judge: 2 / 3 replied, 1 valid, 1 failed, 1 queued, 0 in flight" in listed.content.decode()
+
+    Call.objects.filter(kind="judge").update(status=Call.Status.FAILED, error="HTTP 500: down")
+    listed = client.get(reverse("coordination:list"))
+    [row] = client.get(reverse("coordination:dashboard", args=[item.study.pk])).context["dashboard"].judges
+    assert (row.calls_pending, row.calls_running, row.calls_failed) == (0, 0, 1)
+    assert "Stand-in judge: 2 / 3 replied, 1 valid, 1 failed, 1 calls without a reply" in listed.content.decode()
 
 
 def test_the_api_study_shows_its_judges_with_their_replies(coordinator):
     item = group_rubric_item()
     judge = held_judge(item, repeats=2)
     record_judge_reply(judge, item, 0, request={}, raw_reply="not json", latency_ms=5)
+    submit_judge(judge, item.study)  # repeat 1's call, queued (no worker here)
 
     row = client_for(coordinator).get(f"/api/studies/{item.study_id}/").json()
 
     assert row["judges"] == [
-        {"name": "Stand-in judge", "source": "Judge model", "repeats": 2, "replied": 1, "rated": 0}
-    ]
+        {"name": "Stand-in judge", "source": "Judge model", "repeats": 2, "replied": 1, "rated": 0,
+         "calls_pending": 1, "calls_running": 0, "calls_failed": 0}
+    ]  # fmt: skip
 
 
 def test_the_admin_shows_a_studys_judges_and_refuses_one_of_another_rubric(client):
