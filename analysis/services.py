@@ -10,7 +10,7 @@ import pandas as pd
 from django.db import transaction
 
 from jobs.models import task_time_limit
-from studies.models import Study
+from studies.models import JudgeRating, Study
 
 from . import tables
 from .models import TABLE_FIELDS, AnalysisRun
@@ -76,6 +76,17 @@ def has_rating_tables(study: Study | None) -> bool:
     """EquityMedQA's tables come from ratings: every study's together, or one study with a rubric (a study read by
     scorers only has no ratings to tabulate)."""
     return study is None or study.rubric_version_id is not None
+
+
+def judge_report(study: Study, *, seed: int = 0):
+    """The study's judge tables (`analysis.judge_report`) when people and a judge rated its rubric, else None."""
+    from .judge_report import judge_report as report_of
+    from .results import HUMAN, JUDGE, results_table
+
+    if study.rubric_version_id is None or not JudgeRating.objects.filter(item__study=study).exists():
+        return None
+    results = results_table(study, kinds=(HUMAN, JUDGE))
+    return report_of(results, study.rubric_version.definition, study=study.name, seed=seed)
 
 
 def compute_plans(

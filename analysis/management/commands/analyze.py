@@ -75,6 +75,7 @@ class Command(BaseCommand):
         else:
             self.stdout.write(f"Study {the_study.pk} has no rubric: no ratings, so no rating tables.")
         if the_study is not None:
+            self._write_judge_tables(the_study, out, seed)
             self._write_plans(chosen, out, options["verbosity"], study=the_study)
         elif from_dir is None:  # plans read answers, which a release of ratings does not hold
             self._write_plans(chosen, out, options["verbosity"])
@@ -93,6 +94,14 @@ class Command(BaseCommand):
         tables.write_report(report, out)
         for name in TABLE_FIELDS:
             self.stdout.write(f"{name}.csv: {len(getattr(report, name))} rows")
+
+    def _write_judge_tables(self, study, out: Path, seed: int) -> None:
+        report = services.judge_report(study, seed=seed)
+        if report is None:
+            return
+        for name, table in (("agreement.csv", report.agreement), ("judge_assisted.csv", report.judge_assisted)):
+            table.to_csv(out / name, index=False)
+            self.stdout.write(f"{name}: {len(table)} rows")
 
     def _write_plans(self, chosen, out: Path, verbosity: int, study=None) -> None:
         if study is not None and not chosen:

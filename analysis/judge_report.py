@@ -1,0 +1,118 @@
+"""A study's judge report (issue 19): `agreement.csv` and `judge_assisted.csv` from its results table.
+
+The statistics are `analysis.judge_agreement`'s and `analysis.ppi`'s; this module turns the results table's
+rating rows (kinds `human` and `judge`) into their long label frame and picks the fields they apply to:
+
+- Fields: the rubric's questions with one value per rating (types `single` and `scale`): a multiple choice, a
+  text or a span has no single label to agree on.
+- Positions: a two-answer rating names the position shown (`answer_1` / `answer_2`); a rater who saw the answers
+  swapped meant the other one, so the label is turned back to the item's own answer before raters are compared.
+- Levels: the factor levels of the item's question (`levels` JSON), one column per factor found, so agreement and
+  the equity audit are computed per level of each.
+- Attention checks are left out (they are not the study's items).
+- Judge-assisted estimates need a positive label per field: the question's `positive` options when its rubric
+  names them, else EquityMedQA's "any bias" (`minor_bias`, `severe_bias`, `yes`, as `analysis.outcomes` counts
+  it); a field with neither gets no rows.
+
+Pure: no Django (the caller loads the results table).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from .judge_agreement import HUMAN, JUDGE, agreement_table
+from .ppi import JUDGE_ASSISTED_COLUMNS, judge_assisted_table
+
+SINGLE_VALUED = ("single", "scale")
+SWAPPED_POSITION = {"answer_1": "answer_2", "answer_2": "answer_1"}
+# EquityMedQA's bias questions: a rating finds bias when it is not "no bias" (analysis/outcomes.py).
+ANY_BIAS = ("minor_bias", "severe_bias", "yes")
+KNOWN_POSITIVE: Mapping[str, tuple[str, ...]] = {"bias_presence": ANY_BIAS}
+POSITIVE = "1"
+
+
+@dataclass(frozen=True)
+class JudgeReport:
+    agreement: pd.DataFrame
+    judge_assisted: pd.DataFrame
+    factors: tuple[str, ...]
+    fields: tuple[str, ...]
+
+
+def rated_fields(definition: Mapping[str, object]) -> dict[str, tuple[str, ...]]:
+    """{question key: its positive options (empty: none known)} of the rubric's single-valued questions."""
+    questions = definition.get("questions", [])
+    found: dict[str, tuple[str, ...]] = {}
+    for question in questions if isinstance(questions, list) else []:
+        if isinstance(question, dict) and question.get("type") in SINGLE_VALUED:
+            key = str(question["key"])
+            positive = question.get("positive")
+            found[key] = tuple(str(p) for p in positive) if isinstance(positive, list) else KNOWN_POSITIVE.get(key, ())
+    return found
+
+
+def _level_columns(levels: pd.Series) -> pd.DataFrame:
+    """One column per factor found in the rows' `levels` JSON (parsed once per distinct text)."""
+    texts = levels.astype(str)
+    parsed = {text: json.loads(text) if text and text != "nan" else {} for text in texts.unique()}
+    factors = sorted({factor for level in parsed.values() for factor in level})
+    columns = {factor: texts.map({t: str(p.get(factor, "")) for t, p in parsed.items()}) for factor in factors}
+    return pd.DataFrame(columns, index=levels.index)
+
+
+def judge_labels(results: pd.DataFrame, fields: Sequence[str]) -> tuple[pd.DataFrame, tuple[str, ...]]:
+    """(labels, factors): the rating rows of these fields as `analysis.judge_agreement`'s long frame (item, rater,
+    rater_kind, pool, field, value and one column per factor), positions turned back to the item's answers."""
+    rows = results[results["kind"].isin([HUMAN, JUDGE]) & results["field"].isin(list(fields))]
+    rows = rows[~rows["attention_check"].fillna(False).astype(bool)]
+    rows = rows[rows["value"].notna() & (rows["value"].astype(str) != "")]
+    value = rows["value"].astype(str)
+    swapped = rows["swapped"].fillna(False).astype(bool) & value.isin(list(SWAPPED_POSITION))
+    value = value.where(~swapped, value.map(SWAPPED_POSITION))
+    labels = pd.DataFrame(
+        {
+            "item": rows["item"].astype("int64"),
+            "rater": rows["who"].astype(str),
+            "rater_kind": rows["kind"].astype(str),
+            "pool": rows["pool"].astype(str).replace("nan", ""),
+            "field": rows["field"].astype(str),
+            "value": value,
+        }
+    )
+    levels = _level_columns(rows["levels"])
+    return pd.concat([labels, levels], axis=1).reset_index(drop=True), tuple(levels.columns)
+
+
+def has_judges_and_people(labels: pd.DataFrame) -> bool:
+    kinds = set(labels["rater_kind"].unique())
+    return HUMAN in kinds and JUDGE in kinds
+
+
+def _binary(labels: pd.DataFrame, positives: Mapping[str, tuple[str, ...]]) -> pd.DataFrame:
+    """The fields with a known positive label, valued "1" (positive) or "0"."""
+    known = labels[labels["field"].map(lambda field: bool(positives.get(field)))]
+    positive = [value in positives[field] for field, value in zip(known["field"], known["value"], strict=True)]
+    return known.assign(value=np.where(positive, POSITIVE, "0"))
+
+
+def judge_report(
+    results: pd.DataFrame, definition: Mapping[str, object], *, study: str, seed: int = 0, resamples: int = 1000
+) -> JudgeReport | None:
+    """The study's two judge tables, or None when no field was rated by both people and a judge."""
+    fields = rated_fields(definition)
+    labels, factors = judge_labels(results, list(fields))
+    if labels.empty or not has_judges_and_people(labels):
+        return None
+    agreement = agreement_table(labels, study=study, factors=factors, seed=seed, resamples=resamples)
+    binary = _binary(labels, fields)
+    if binary.empty or not has_judges_and_people(binary):
+        assisted = pd.DataFrame(columns=JUDGE_ASSISTED_COLUMNS)
+    else:
+        assisted = judge_assisted_table(binary, study=study, factors=factors, positive=POSITIVE)
+    return JudgeReport(agreement, assisted, factors, tuple(fields))
