@@ -136,6 +136,16 @@ CASES = [
         pytest.mark.slow,
     ),
     case(
+        "judge_agreement",
+        ["--items", "200", "--repeats", "2", "--human-items", "50"],
+        [
+            r"ratings: 950 \(800 by judges, 150 by people\)",
+            r"\| agreement_table \| [1-9][\d,]* \| [\d.]+ \| [\d,]+ \|",
+            r"\| judge_assisted_table \| [1-9][\d,]* \| [\d.]+ \| [\d,]+ \|",
+            r"load average \(1 min\) before [\d.]+, after [\d.]+",
+        ],
+    ),
+    case(
         "paired_statistics",
         ["--sources", "1", "--blocks", "20", "--repeat", "1"],
         [
