@@ -39,8 +39,15 @@ def ratings(items: int, repeats: int, human_items: int, seed: int = 3) -> pd.Dat
     for person in range(3):
         value = truth[:human_items] ^ (rng.random(human_items) < 0.08)
         parts.append(
-            pd.DataFrame({"item": np.arange(human_items), "rater": f"P-{person}", "rater_kind": "human",
-                          "pool": "physician", "value": value})  # fmt: skip
+            pd.DataFrame(
+                {
+                    "item": np.arange(human_items),
+                    "rater": f"P-{person}",
+                    "rater_kind": "human",
+                    "pool": "physician",
+                    "value": value,
+                }
+            )  # fmt: skip
         )
     frame = pd.concat(parts, ignore_index=True)
     frame["value"] = np.where(frame["value"], "yes", "no")
