@@ -1,6 +1,6 @@
 from django.urls import path, re_path
 
-from . import views
+from . import judge_views, views
 
 app_name = "analysis"
 
@@ -9,6 +9,13 @@ urlpatterns = [
     path("runs/<int:pk>/", views.run_detail, name="run"),
     path("studies/<int:pk>/results.csv", views.results_csv, name="results_csv"),
     path("runs/<int:pk>/progress/", views.run_progress, name="progress"),
+    path("studies/<int:pk>/judges/", judge_views.judge_study, name="judges"),
+    re_path(
+        r"^studies/(?P<pk>[0-9]+)/judges/(?P<table>agreement|judge_assisted)\.csv$",
+        judge_views.judge_table_csv,
+        name="judge_table_csv",
+    ),
+    re_path(r"^studies/(?P<pk>[0-9]+)/judges/plot\.(?P<fmt>svg|png)$", judge_views.judge_plot, name="judge_plot"),
     path("runs/<int:pk>/<str:table>.csv", views.table_csv, name="table_csv"),
     # An analysis plan's plot, named as its table (accuracy.csv -> plots/accuracy.svg): no hyphen, unlike rates'.
     re_path(r"^runs/(?P<pk>[0-9]+)/plots/(?P<name>[a-z0-9_]+)\.(?P<fmt>svg|png)$", views.plan_plot, name="plan_plot"),

@@ -1,6 +1,7 @@
 from django.urls import path
 
 from . import coordination_views as views
+from . import judge_setup_views
 
 app_name = "coordination"
 
@@ -14,6 +15,10 @@ urlpatterns = [
     path("<int:pk>/export.csv", views.export_csv, name="export_csv"),
     path("<int:pk>/export.xlsx", views.export_workbook, name="export_workbook"),
     path("<int:pk>/study.yaml", views.export_study_file, name="study_file"),
+    path("<int:pk>/judges/", judge_setup_views.judges, name="judges"),
+    path("<int:pk>/judges/new/", judge_setup_views.judge_create, name="judge_create"),
+    path("<int:pk>/judges/<int:judge_id>/", judge_setup_views.judge_edit, name="judge"),
+    path("<int:pk>/judges/<int:judge_id>/run/", judge_setup_views.judge_run, name="judge_run"),
     path("<int:pk>/raters/<int:rater_id>/", views.rater_detail, name="rater"),
     path("<int:pk>/raters/<int:rater_id>/resume-link/", views.resume_link, name="resume_link"),
     path("<int:pk>/raters/<int:rater_id>/dropped-out/", views.mark_dropped_out, name="dropped_out"),

@@ -1,0 +1,69 @@
+"""The judge page's data for one study (issue 19, "Pages"): its judge report and where judges and people disagree,
+computed from the study's results table on request and kept in Django's cache.
+
+The cache key holds the count and the latest id of the study's ratings (every revision is a new row) and of its
+judge ratings, so a new rating or judge rating makes a new key and an unchanged study is read back at once: the
+report bootstraps 1,000 resamples per row of `agreement.csv`, seconds at a few thousand ratings.
+"""
+
+from dataclasses import dataclass
+
+import pandas as pd
+from django.core.cache import cache
+from django.db.models import Count, Max
+
+from studies.models import JudgeRating, Rating, Study
+
+from .judge_report import JudgeReport, judge_labels, judge_report, rated_fields
+from .judge_summary import Disagreement, add_comments, disagreements
+from .results import HUMAN, JUDGE, results_table
+
+CACHE_SECONDS = 24 * 3600
+SEED = 0
+
+
+@dataclass(frozen=True)
+class JudgePage:
+    report: JudgeReport | None  # None: no field rated by both people and a judge
+    disagreements: list[Disagreement]
+    n_judge_ratings: int
+
+
+def cache_key(study: Study) -> str:
+    people = Rating.objects.filter(assignment__item__study=study).aggregate(n=Count("id"), last=Max("id"))
+    judges = JudgeRating.objects.filter(item__study=study).aggregate(n=Count("id"), last=Max("id"))
+    return f"judge-page:v1:{study.pk}:{people['n']}:{people['last']}:{judges['n']}:{judges['last']}"
+
+
+def text_fields(definition: dict) -> list[str]:
+    """The rubric's free-text questions: a judge's rationale and the people's comments."""
+    return [str(q["key"]) for q in definition.get("questions", []) if isinstance(q, dict) and q.get("type") == "text"]
+
+
+def compute_judge_page(study: Study) -> JudgePage:
+    n_judge_ratings = JudgeRating.objects.filter(item__study=study).count()
+    if study.rubric_version_id is None or not n_judge_ratings:
+        return JudgePage(None, [], n_judge_ratings)
+    definition = study.rubric_version.definition
+    results = results_table(study, kinds=(HUMAN, JUDGE))
+    # The same call `services.judge_report` makes, on the results table loaded once for the report and the items.
+    report = judge_report(results, definition, study=study.name, seed=SEED)
+    labels, _ = judge_labels(results, list(rated_fields(definition)))
+    found = disagreements(labels)
+    add_comments(found, results, text_fields(definition))
+    return JudgePage(report, found, n_judge_ratings)
+
+
+def judge_page(study: Study) -> JudgePage:
+    """The study's judge page data, from the cache when its ratings have not changed since."""
+    key = cache_key(study)
+    page = cache.get(key)
+    if page is None:
+        page = compute_judge_page(study)
+        cache.set(key, page, CACHE_SECONDS)
+    return page
+
+
+def table_csv(table: pd.DataFrame) -> str:
+    """A table as `analyze` writes it (`DataFrame.to_csv(index=False)`)."""
+    return table.to_csv(index=False)

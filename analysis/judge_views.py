@@ -1,0 +1,91 @@
+"""A study's judge page (issue 19): judges against people, the equity audit's flags, judge-assisted estimates,
+where judges and people disagree, failed replies; its two tables as CSV and its plot. The study team's pages."""
+
+import math
+
+from django.http import Http404, HttpResponse, StreamingHttpResponse
+from django.shortcuts import get_object_or_404, render
+from django.utils.text import slugify
+from django.views.decorators.http import require_GET
+
+from raters.access import study_team_required
+from raters.roles import is_coordinator
+from studies.exports import stream_csv
+from studies.models import JudgeReply, Study
+
+from . import judge_plots, judge_summary
+from .judge_page import judge_page
+from .pages import PLOT_FORMATS
+
+FAILURES_SHOWN = 50
+RAW_REPLY_SHOWN = 400  # characters of a raw reply shown before "show all"
+TABLES = ("agreement", "judge_assisted")
+
+
+def _study(pk) -> Study:
+    return get_object_or_404(Study.objects.select_related("rubric_version"), pk=pk)
+
+
+@require_GET
+@study_team_required
+def judge_study(request, pk):
+    study = _study(pk)
+    data = judge_page(study)
+    report = data.report
+    failures = JudgeReply.objects.filter(item__study=study).exclude(errors={}).select_related("judge").order_by("-id")
+    context = {
+        "study": study,
+        "data": data,
+        "report": report,
+        "judges": list(study.judges.order_by("name")),
+        "failures": failures[:FAILURES_SHOWN],
+        "n_failures": failures.count(),
+        "raw_reply_shown": RAW_REPLY_SHOWN,
+        "user_is_coordinator": is_coordinator(request.user),
+    }
+    if report is not None:
+        context.update(
+            metrics=list(judge_summary.METRIC_LABELS.values()),
+            sections=judge_summary.agreement_sections(report.agreement),
+            findings=judge_summary.flagged_findings(report.agreement),
+            assisted=judge_summary.assisted_rows(report.judge_assisted),
+            plot_text=judge_plots.figure_description(report.agreement),
+        )
+    return render(request, "analysis/judges.html", context)
+
+
+def _report_or_404(study):
+    report = judge_page(study).report
+    if report is None:
+        raise Http404("No item of this study was rated by both people and a judge.")
+    return report
+
+
+def _cell(value):
+    return None if isinstance(value, float) and math.isnan(value) else value
+
+
+@require_GET
+@study_team_required
+def judge_table_csv(request, pk, table):
+    """`agreement.csv` or `judge_assisted.csv` of the study, as `analyze --study` writes them (cells protected
+    against formula injection, as every CSV download)."""
+    if table not in TABLES:
+        raise Http404("No such table.")
+    study = _study(pk)
+    frame = getattr(_report_or_404(study), table)
+    rows = [list(frame.columns), *([_cell(value) for value in row] for row in frame.itertuples(index=False))]
+    response = StreamingHttpResponse(stream_csv(rows), content_type="text/csv; charset=utf-8")
+    name = slugify(study.name) or f"study-{study.pk}"
+    response["Content-Disposition"] = f'attachment; filename="{name}-{table}.csv"'
+    return response
+
+
+@require_GET
+@study_team_required
+def judge_plot(request, pk, fmt):
+    study = _study(pk)
+    image = judge_plots.agreement_figure(_report_or_404(study).agreement, fmt=fmt)
+    response = HttpResponse(image, content_type=PLOT_FORMATS[fmt])
+    response["Content-Disposition"] = f'inline; filename="study-{study.pk}-judges.{fmt}"'
+    return response
