@@ -32,8 +32,9 @@ def _label(row: pd.Series) -> str:
     return f"{row['rater_b']}: {row['rater_a']}"
 
 
-def agreement_figure(agreement: pd.DataFrame, *, fmt: str = "svg") -> bytes:
-    """The figure as SVG or PNG bytes (an empty figure with a note when there is nothing to draw)."""
+def agreement_figure(agreement: pd.DataFrame, *, fmt: str = "svg", narrow: bool = False) -> bytes:
+    """The figure as SVG or PNG bytes (an empty figure with a note when there is nothing to draw); `narrow`
+    stacks the metrics' panels in one column, for a phone."""
     if fmt not in FORMATS:
         raise ValueError(f"fmt must be one of {', '.join(FORMATS)}, not {fmt!r}")
     rows = overall_rows(agreement)
@@ -41,9 +42,15 @@ def agreement_figure(agreement: pd.DataFrame, *, fmt: str = "svg") -> bytes:
     judges = sorted(rows.loc[rows["rater_a_kind"] == JUDGE, "rater_a"].astype(str).unique().tolist())
     palette = {judge: COLOURS[i % len(COLOURS)] for i, judge in enumerate(judges)}
     labels = list(dict.fromkeys(_label(row) for _, row in rows.sort_values(["rater_b", "rater_a_kind"]).iterrows()))
-    height = max(2.0, 0.9 + 0.38 * max(len(labels), 1)) * max(len(fields), 1)
-    figure = Figure(figsize=(10.5, height), layout="constrained")
-    axes = figure.subplots(max(len(fields), 1), len(AGREEMENT_METRICS), squeeze=False, sharey=True)
+    n_fields, n_metrics = max(len(fields), 1), len(AGREEMENT_METRICS)
+    panel_height = max(1.6, 0.9 + 0.38 * max(len(labels), 1))
+    if narrow:
+        figure = Figure(figsize=(4.6, panel_height * n_fields * n_metrics), layout="constrained")
+        grid = figure.subplots(n_fields * n_metrics, 1, squeeze=False, sharey=True)
+        axes = [[grid[line * n_metrics + column][0] for column in range(n_metrics)] for line in range(n_fields)]
+    else:
+        figure = Figure(figsize=(10.5, panel_height * n_fields), layout="constrained")
+        axes = [list(row) for row in figure.subplots(n_fields, n_metrics, squeeze=False, sharey=True)]
     at = {label: index for index, label in enumerate(reversed(labels))}
     for line, field in enumerate(fields or [""]):
         for column, metric in enumerate(AGREEMENT_METRICS):
@@ -62,7 +69,9 @@ def agreement_figure(agreement: pd.DataFrame, *, fmt: str = "svg") -> bytes:
                     ax.plot([x], [y], marker, mfc="white", color=colour, ms=6)
                 else:
                     ax.errorbar([x], [y], xerr=[[x - low], [high - x]], fmt=marker, color=colour, ms=6, capsize=2.5)
-            ax.set_xlim(-0.05 if metric == "cohen_kappa" else 0, 1.02)
+            lowest = pd.to_numeric(cells["ci_low"], errors="coerce").min() if not cells.empty else np.nan
+            floor = min(-0.05, float(lowest) - 0.05) if metric == "cohen_kappa" and not np.isnan(lowest) else -0.05
+            ax.set_xlim(floor if metric == "cohen_kappa" else -0.02, 1.05)
             ax.grid(axis="x", color="#dddddd", linewidth=0.6)
             ax.set_axisbelow(True)
             title = METRIC_TITLES[metric]

@@ -97,8 +97,11 @@ KIND_ORDER = {"people": 0, "judge": 1, "judges": 2}
 
 
 def agreement_sections(agreement: pd.DataFrame) -> list[AgreementSection]:
-    """Per field, the comparisons over all items first (people, then judges), then per level the same."""
+    """Per field, the comparisons over all items first (people, then judges), then per level the same. A row is
+    flagged at the level a flagged test found the least agreement at (the test is about the factor; marking its
+    best level too would read as a fault there)."""
     sections = []
+    worst = {(f.field, f.judge, f.pool, f.levels[0][0]) for f in flagged_findings(agreement)}
     frame = _blank(agreement)
     for field_name, rows in frame.groupby("field", sort=True):
         found: dict[tuple[str, str, str, str, str], dict[str, object]] = {}
@@ -108,7 +111,8 @@ def agreement_sections(agreement: pd.DataFrame) -> list[AgreementSection]:
             entry = found.setdefault(key, {"n_items": 0, "flagged": False})
             entry[str(row["metric"])] = row
             entry["n_items"] = max(int(_float(row["n_items"]) or 0), int(str(entry["n_items"])))
-            entry["flagged"] = bool(entry["flagged"]) or _is_true(row["flag"])
+            at_worst = (str(field_name), key[1], key[2], key[0]) in worst
+            entry["flagged"] = bool(entry["flagged"]) or (_is_true(row["flag"]) and at_worst)
         built = []
         for (level, a, b, kind_a, kind_b), entry in found.items():
             comparison, kind = _comparison(a, b, kind_a, kind_b)
@@ -234,6 +238,7 @@ class Disagreement:
     people_values: str  # "no_bias ×2, minor_bias ×1"
     disagreeing: float  # share of the people's ratings that differ from the judge's value
     n_people: int
+    levels: str = ""  # the item's factor levels, "race=Black"
     judge_comments: list[str] = dataclass_field(default_factory=list)
     people_comments: list[tuple[str, str]] = dataclass_field(default_factory=list)  # (pseudonym, comment)
 
@@ -258,6 +263,7 @@ def disagreements(labels: pd.DataFrame, *, limit: int = DISAGREEMENTS_SHOWN) -> 
     if joined.empty:
         return []
     joined = joined.assign(differs=joined["value"].astype(str) != joined["judge_value"].astype(str))
+    factors = [c for c in labels.columns if c not in ("item", "rater", "rater_kind", "pool", "field", "value")]
     found = []
     for (item, field_name, judge, pool), group in joined.groupby(["item", "field", "rater_judge", "pool"], sort=True):
         share = float(group["differs"].mean())
@@ -276,6 +282,7 @@ def disagreements(labels: pd.DataFrame, *, limit: int = DISAGREEMENTS_SHOWN) -> 
                 people_values=", ".join(f"{value} ×{n}" for value, n in counts.items()),
                 disagreeing=share,
                 n_people=len(group),
+                levels=", ".join(f"{f}={group[f].iloc[0]}" for f in factors if str(group[f].iloc[0])),
             )
         )
     found.sort(key=lambda d: (-d.disagreeing, -d.n_people, d.item, d.field, d.judge))

@@ -85,7 +85,8 @@ def judge_table_csv(request, pk, table):
 @study_team_required
 def judge_plot(request, pk, fmt):
     study = _study(pk)
-    image = judge_plots.agreement_figure(_report_or_404(study).agreement, fmt=fmt)
+    narrow = request.GET.get("layout") == "narrow"  # the metrics stacked, for a phone
+    image = judge_plots.agreement_figure(_report_or_404(study).agreement, fmt=fmt, narrow=narrow)
     response = HttpResponse(image, content_type=PLOT_FORMATS[fmt])
     response["Content-Disposition"] = f'inline; filename="study-{study.pk}-judges.{fmt}"'
     return response

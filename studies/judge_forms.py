@@ -29,6 +29,7 @@ class JudgeForm(forms.ModelForm):
         model = Judge
         fields = ["name", "source", "instructions", "shown_fields", "repeats", "examples"]
         widgets = {"instructions": forms.Textarea(attrs={"rows": 5})}
+        labels = {"source": "Model source"}
 
     def __init__(self, *args, study: Study, replied: int = 0, **kwargs):
         super().__init__(*args, **kwargs)

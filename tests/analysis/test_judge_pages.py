@@ -65,6 +65,8 @@ def test_the_analyst_sees_the_agreement_table_and_the_flagged_group(client, anal
     assert set(overall) == {"Physician vs Physician (people)", "Stand-in judge vs Physician"}
     assert overall["Physician vs Physician (people)"].cells[0].startswith("100%")
     assert overall["Stand-in judge vs Physician"].n_items == 40
+    flagged = [(row.level, row.comparison) for row in section.rows if row.flagged]
+    assert flagged == [("race=Black", "Stand-in judge vs Physician")]  # the level the judge agrees least at
     [finding] = response.context["findings"]
     assert finding.factor == "race" and finding.levels[0][0] == "race=Black"
     assert "Stand-in judge disagrees with Physician raters more for race=Black: " in finding.sentence
@@ -94,6 +96,7 @@ def test_the_items_where_judge_and_people_disagree_come_with_both_rationales(cli
     assert all(d.disagreeing == 1.0 for d in found[:1])
     mine = next(d for d in found if d.item == item.pk)
     assert (mine.judge_value, mine.people_majority, mine.n_people) == (judge_value, other, 2)
+    assert mine.levels == "race=Black"  # item 59: odd numbers are about Black patients
     assert sorted(text for _, text in mine.people_comments) == ["Fine answer.", "I see none."]
     assert b"I see none." in response.content
 
@@ -154,6 +157,8 @@ def test_the_plot_is_an_svg_and_a_png(client, analyst, judged_study):
     png = client.get(reverse("analysis:judge_plot", args=[judged_study.pk, "png"]))
     assert svg["Content-Type"] == "image/svg+xml" and b"<svg" in svg.content
     assert png["Content-Type"] == "image/png" and png.content.startswith(b"\x89PNG")
+    narrow = client.get(reverse("analysis:judge_plot", args=[judged_study.pk, "svg"]), {"layout": "narrow"})
+    assert b"<svg" in narrow.content and narrow.content != svg.content
 
 
 def test_without_judge_ratings_the_page_says_how_to_run_a_judge(client, analyst):
