@@ -13,7 +13,9 @@ from django.utils.html import escape
 from analysis import judge_page as judge_page_module
 from analysis.judge_agreement import AGREEMENT_COLUMNS
 from analysis.judge_page import cache_key
+from studies.assignment import withdraw_assignment
 from studies.judges import record_judge_reply
+from studies.models import Rating
 from tests.analysis import test_judge_report
 from tests.analysis.test_judge_report import CONTRACT_ASSISTED, hold_judge, values
 from tests.factories import AnalystFactory, IndependentItemFactory, OnboardedRaterFactory, RaterFactory, StudyFactory
@@ -205,3 +207,8 @@ def test_the_report_is_cached_until_a_rating_arrives(client, analyst, judged_stu
     assert cache_key(judged_study) != before
     client.get(reverse("analysis:judges", args=[judged_study.pk]))
     assert len(computed) == 2
+
+    # A withdrawn assignment's rating stops counting without a new row: a new key all the same.
+    rated = cache_key(judged_study)
+    withdraw_assignment(assignment=Rating.objects.filter(assignment__item__study=judged_study).last().assignment)
+    assert cache_key(judged_study) != rated
