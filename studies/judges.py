@@ -23,8 +23,10 @@ import re
 from django.conf import settings
 from django.db import transaction
 
+from datasets.recipes import options_text
+
 from . import rubric_schema
-from .models import Judge, JudgeRating, JudgeReply, Study, StudyItem, StudyJudge
+from .models import SCENARIO_FIELDS, Judge, JudgeRating, JudgeReply, Study, StudyItem, StudyJudge
 from .rubrics import check_answers, item_context
 from .transitions import hold_study_open
 
@@ -83,7 +85,8 @@ def check_held(judge: Judge, study: Study) -> None:
 
 
 def describe_item(judge: Judge, item: StudyItem, swap: bool) -> str:
-    """The item as the judge's recipe shows it: its question(s), answer(s) and groups, in SHOWN_FIELDS order."""
+    """The item as the judge's recipe shows it, in SHOWN_FIELDS order: its question(s), answer(s) and groups,
+    then a multiple-choice scenario's lines (options, correct answer, response) one after another."""
     shown = set(judge.shown_fields)
     parts = []
     if "question" in shown:
@@ -91,8 +94,8 @@ def describe_item(judge: Judge, item: StudyItem, swap: bool) -> str:
             parts += [f"Question 1:\n{item.pair.question_1.text}", f"Question 2:\n{item.pair.question_2.text}"]
         else:
             parts.append(f"Question:\n{(item.question or item.answer.question).text}")
+    answers = shown_answers(item, swap)
     if "answers" in shown:
-        answers = shown_answers(item, swap)
         if len(answers) == 1:
             parts.append(f"Answer:\n{answers[0].text}")
         else:
@@ -101,7 +104,29 @@ def describe_item(judge: Judge, item: StudyItem, swap: bool) -> str:
         groups = judge_context(item, swap).groups
         if groups:
             parts.append("Groups: " + ", ".join(label for _, label in groups))
+    scenario = [line for name in SCENARIO_FIELDS if name in shown for line in _scenario_lines(name, item, answers)]
+    if scenario:
+        parts.append("\n".join(scenario))
     return "\n\n".join(parts)
+
+
+def _scenario_lines(name: str, item: StudyItem, answers: list) -> list[str]:
+    """A multiple-choice question's lines as BiasMedQA's prompts write them; JudgeError when it has none."""
+    if name == "response":
+        if len(answers) == 1:
+            return [f"RESPONSE: {answers[0].text}"]
+        return [f"RESPONSE {n}: {answer.text}" for n, answer in enumerate(answers, start=1)]
+    question = item.question or item.answer.question
+    metadata = question.metadata if isinstance(question.metadata, dict) else {}
+    options = metadata.get("options")
+    if not isinstance(options, dict) or not options:
+        raise JudgeError(f"The question of item {item.pk} has no options to show (shown field {name!r}).")
+    if name == "options":
+        return [f"### Options: {options_text(options, {})}"]
+    letter = metadata.get("answer_idx")
+    if letter not in options:
+        raise JudgeError(f"The question of item {item.pk} names no correct option (shown field {name!r}).")
+    return [f"CORRECT ANSWER: {letter}: {options[letter]}"]
 
 
 def describe_rubric(definition: dict, context: rubric_schema.ItemContext) -> str:

@@ -454,7 +454,11 @@ JUDGE_APPEND_ONLY = (
     "Judge replies and ratings are an audit trail: they are never deleted or changed. Run another judge (or a "
     "new one with another name) to ask again."
 )
-SHOWN_FIELDS = ("question", "answers", "groups")  # what a judge recipe may show of an item, in this order
+# What a judge recipe may show of an item, in this order. The last three are lines of a multiple-choice
+# scenario, one after another as BiasMedQA's auto-evaluator prompt lays them out: the question's
+# "### Options: A: ..., B: ..." line, its "CORRECT ANSWER: C: ..." line and the answer as "RESPONSE: ...".
+SHOWN_FIELDS = ("question", "answers", "groups", "options", "correct_answer", "response")
+SCENARIO_FIELDS = ("options", "correct_answer", "response")
 
 
 def default_shown_fields() -> list[str]:

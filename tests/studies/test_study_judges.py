@@ -122,7 +122,8 @@ def test_judge_problems_are_each_reported_with_line_and_key(names):
     assert problems_of(text) == [
         "line 9, judges[2].repeats: must be at least 1",
         "line 10, judges[3].repeats: must be at most 20",
-        'line 11, judges[4].shown_fields[0]: must be one of "question", "answers", "groups"',
+        'line 11, judges[4].shown_fields[0]: must be one of "question", "answers", "groups", "options", '
+        '"correct_answer", "response"',
     ]
     fixed = text.replace(", repeats: 0", "").replace(", repeats: 21", "").replace("[everything]", "[groups]")
     assert problems_of(fixed) == [

@@ -1,4 +1,4 @@
-"""Queue a judge's calls for every item of a study it has not replied to yet (studies/DESIGN.md, "Judges").
+"""Queue a judge's calls for every item of a study it has no rating of yet (studies/DESIGN.md, "Judges").
 
 The calls run on the model-call engine's lanes (a Celery worker; with no broker configured Celery runs eagerly
 and they run here, before the command returns). `--wait` polls until the batch has nothing unfinished.
@@ -16,7 +16,7 @@ from studies.transitions import StudyLocked
 
 
 class Command(BaseCommand):
-    help = "Ask a judge about a study's items through the model-call engine: one reply per item and repeat."
+    help = "Ask a judge about a study's items through the model-call engine: one rating per item, repeat and order."
 
     def add_arguments(self, parser):
         parser.add_argument("--study", type=int, required=True, help="The study's id.")
