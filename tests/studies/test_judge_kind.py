@@ -3,6 +3,7 @@ once (submitting again, or two submits at once, add nothing), and refuses what c
 refuses a call whose judge, item or study no longer allows it; `store` keeps one reply per (judge, item, repeat).
 """
 
+import importlib
 import threading
 import time
 
@@ -240,3 +241,27 @@ def test_two_stores_of_one_call_at_once_number_their_replies_apart_and_make_one_
     rating = JudgeRating.objects.get()  # one rating; the later valid reply is a duplicate, not stored
     assert rating.reply.attempt == 3 and JudgeReply.objects.count() == 4
     assert outcomes[-2:] == [{"reply": rating.reply_id}] * 2
+
+
+def test_the_migration_fails_the_calls_that_ended_on_an_invalid_reply_so_a_submit_asks_them_again():
+    from django.apps import apps
+
+    migration = importlib.import_module("studies.migrations.0010_judge_reply_attempts")
+    item = group_rubric_item()
+    other = StudyItem.objects.create(study=item.study, answer=AnswerFactory(question=item.answer.question))
+    judge = held_judge(item, repeats=1)
+    submit_judge(judge, item.study)
+    invalid = record_judge_reply(judge, item, 0, request={}, raw_reply="not json", latency_ms=3)
+    valid = record_judge_reply(judge, other, 0, request={}, raw_reply='{"on_topic": "no"}', latency_ms=3)
+    for reply in (invalid, valid):  # as the kind left them before replies were asked again: done
+        batch_calls(judge, item.study).filter(subject__item=reply.item_id).update(
+            status=Call.Status.DONE, result={"reply": reply.id}
+        )
+
+    migration.fail_calls_of_invalid_replies(apps, None)
+
+    statuses = {call.subject["item"]: call.status for call in batch_calls(judge, item.study)}
+    assert statuses == {item.pk: Call.Status.FAILED, other.pk: Call.Status.DONE}
+    assert submit_judge(judge, item.study) == 1  # the failed one, queued again
+    migration.done_again(apps, None)  # the reverse leaves a queued call alone
+    assert batch_calls(judge, item.study).get(subject__item=item.pk).status == Call.Status.PENDING
