@@ -19,7 +19,8 @@ the generated token the most probable one. `qpain_completion` is what it answers
 A judge's request (it carries the rubric's JSON Schema: in the prompt after "matching this JSON Schema:", as
 studies.judges.build_judge_request writes it, or as `response_format` json_schema) is answered with a JSON
 object valid for that schema (`judge_values`): each question's value drawn by a hash of the item part of the
-prompt (the text before "Questions:"), so the same item gets the same values. It can be told to disagree in a
+prompt (the text before "Questions:"), so the same item gets the same values (a BiasMedQA auto-evaluator
+scenario is read for its letters instead: `scenario_verdict`). It can be told to disagree in a
 known way: `judge_error_rate` moves each question's value to another one with that probability, and
 `judge_group_errors` ({"Black": 0.4}) adds a rate when the item mentions that group (a whole word, any case), so a
 study shows a judge whose errors depend on the patient group; `judge_invalid_rate` makes a reply prose instead
@@ -133,7 +134,9 @@ class FakeLLM:
         rate = self.judge_error_rate + sum(
             extra for group, extra in self.judge_group_errors.items() if mentions(item, group)
         )
-        return json.dumps(judge_values(item, schema, error_rate=rate, answer=judge_answer_text(item)))
+        verdict = scenario_verdict(item)
+        return json.dumps(judge_values(item, schema, error_rate=rate, answer=judge_answer_text(item),
+                                       preferred=verdict))  # fmt: skip
 
     def _handler(self):
         fake = self
@@ -201,12 +204,36 @@ def mentions(text: str, group: str) -> bool:
     return re.search(rf"\b{re.escape(group)}\b", text, re.IGNORECASE) is not None
 
 
-def judge_values(item: str, schema: dict, *, error_rate: float = 0.0, answer: str = "") -> dict:
-    """Values valid for the schema, each drawn by a hash of the item text (the stand-in's "own" verdict), then
-    moved to another allowed value with probability `error_rate` per question (drawn by the same hash, so an
-    item's errors are reproducible). Conditional questions are emptied or answered until the schema holds."""
+def scenario_verdict(item: str) -> str | None:
+    """For a scenario laid out as BiasMedQA's auto-evaluator prompt does ("CORRECT ANSWER: C: ..." then
+    "RESPONSE: ..."), what a careful reader says: True when the response starts with the correct letter (or
+    first names it as "C: ..." or "option C"), False with another option's letter, NR when it names none. None
+    for any other item."""
+    correct = re.search(r"^CORRECT ANSWER: ([A-J]):", item, re.MULTILINE)
+    response = re.search(r"^RESPONSE: (.*)", item, re.MULTILINE | re.DOTALL)
+    if not (correct and response):
+        return None
+    # The letter it starts with, else the first option it names as "X: ..." or "option X".
+    letter = re.match(r"\W*([A-J])\b", response.group(1)) or re.search(
+        r"(?:\b([A-J]):\s|\boption ([A-J])\b)", response.group(1)
+    )
+    if letter is None:
+        return "NR"
+    return "True" if (letter.group(1) or letter.group(letter.lastindex or 1)) == correct.group(1) else "False"
+
+
+def judge_values(
+    item: str, schema: dict, *, error_rate: float = 0.0, answer: str = "", preferred: str | None = None
+) -> dict:
+    """Values valid for the schema, each drawn by a hash of the item text (the stand-in's "own" verdict; a
+    single choice offering `preferred` takes it), then moved to another allowed value with probability
+    `error_rate` per question (drawn by the same hash, so an item's errors are reproducible). Conditional
+    questions are emptied or answered until the schema holds."""
     properties = schema.get("properties") or {}
     values = {key: _drawn(item, key, spec, answer) for key, spec in properties.items()}
+    for key, spec in properties.items():
+        if preferred is not None and preferred in _choices(spec):
+            values[key] = preferred
     for key, spec in properties.items():
         if error_rate and _unit(item, f"error:{key}") < error_rate:
             values[key] = _moved(item, key, spec, values[key], answer)

@@ -103,6 +103,9 @@ def test_the_auto_evaluator_judge_rates_every_released_response_and_its_labels_l
     assert sorted(pair.released for pair in pairs) == sorted(row["is_correct"] for row in auto)
     by_answer = {rating.item.answer_id: rating.values["is_correct"] for rating in ratings.select_related("item")}
     assert all(pair.judged == by_answer[pair.answer] for pair in pairs)
+    # The stand-in reads the scenario as a careful reader would (tests/llm_server.scenario_verdict): it agrees
+    # with gpt-3.5's released labels on 996 of the 1,150 (87 %).
+    assert sum(pair.released == pair.judged for pair in pairs) == 996
     assert len(label_pairs(study, judge, label_source="first_char_match")) == len(rows) - len(auto)
     assert json.loads(json.dumps([pair.__dict__ for pair in pairs[:1]]))  # plain values
 
