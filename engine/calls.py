@@ -166,7 +166,7 @@ def _store_not_done(call: Call, outcome: registry.AskAgain | registry.GiveUp, ha
     """
     again = isinstance(outcome, registry.AskAgain)
     status = Call.Status.PENDING if again else Call.Status.FAILED
-    entry = {"at": timezone.now().isoformat(), "attempt": call.attempts, "error": outcome.reason}
+    entry = {"at": timezone.now().isoformat(), "attempt": call.attempts, "error": outcome.reason[:2000]}
     updated = Call.objects.filter(id=call.id, status=Call.Status.RUNNING, attempts=call.attempts).update(
         status=status, not_before=None, lease_expires_at=None, error=outcome.reason[:2000],
         history=[*call.history, entry], request=call.request, result=outcome.result,

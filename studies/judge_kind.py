@@ -43,7 +43,7 @@ def subject_for(judge_id: int, study_id: int, item_id: int, repeat: int, swap: b
 
 
 def _subject_rows(call) -> tuple[Judge, StudyItem, int, bool]:
-    """The call's judge, item and repeat as they are now; CallRefused when it can never be asked."""
+    """The call's judge, item, repeat and display order as they are now; CallRefused when it can never be asked."""
     subject = call.subject
     judge = Judge.objects.select_related("source", "rubric_version").filter(pk=subject.get("judge")).first()
     if judge is None:
