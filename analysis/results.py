@@ -239,7 +239,8 @@ def judge_rows(study):
     """(rows, item ids) of the study's judge ratings: a person's rating's rows with `who` the judge's name, an
     empty pool and rater columns, and `repeat` the judge's independent reply (0, 1, ...)."""
     ratings = JudgeRating.objects.filter(item__study=study)
-    rows = ratings.order_by("item_id", "judge__name", "repeat").values_list(
+    # A two-answer item is judged in both orders in each repeat: the order settles which row comes first.
+    rows = ratings.order_by("item_id", "judge__name", "repeat", "swap_answers").values_list(
         "item_id", "values", "swap_answers", "rubric_version__rubric__name", "rubric_version__number", "judge__name",
         "repeat",
     )  # fmt: skip

@@ -302,6 +302,8 @@ GENERATION_BACKOFF_MAX_SECONDS = env_int("GENERATION_BACKOFF_MAX_SECONDS", 120) 
 GENERATION_LEASE_MARGIN_SECONDS = env_int("GENERATION_LEASE_MARGIN_SECONDS", 15)
 # A lane hands over to a fresh task after this long, so long jobs never meet the task time limit.
 GENERATION_LANE_BUDGET_SECONDS = env_int("GENERATION_LANE_BUDGET_SECONDS", 600)
+# A judge's invalid replies (studies/DESIGN.md, "Judges"): replies in all per question before it is recorded as failed.
+JUDGE_INVALID_REPLY_ATTEMPTS = env_int("JUDGE_INVALID_REPLY_ATTEMPTS", 3)
 # Modules that register more kinds of work with the model-call engine (engine/DESIGN.md) than the apps do.
 ENGINE_KIND_MODULES = env_list("ENGINE_KIND_MODULES")
 # Which API-key variable may be sent to which host (config/key_hosts.py explains the syntax): a variable not

@@ -80,6 +80,7 @@ class AnswerSourceAdmin(admin.ModelAdmin):
                     "rate_limit_per_minute",
                     "logprobs",
                     "top_logprobs",
+                    "structured_output",
                 ],  # fmt: skip
                 "description": "The API key itself is never stored: name the environment variable that holds it. "
                 "The server sends it only to the hosts the MODEL_KEY_HOSTS setting binds that variable to.",

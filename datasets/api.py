@@ -127,6 +127,7 @@ class PairSerializer(serializers.ModelSerializer):
 ENDPOINT_FIELDS = [
     "base_url", "api_key_env", "temperature", "max_tokens", "system_prompt", "prompt_template",
     "request_timeout_seconds", "concurrency", "rate_limit_per_minute", "logprobs", "top_logprobs",
+    "structured_output",
 ]  # fmt: skip
 
 

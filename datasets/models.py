@@ -147,6 +147,19 @@ class AnswerSource(models.Model):
     )
     logprobs = models.BooleanField(default=False, help_text="Ask for token log-probabilities (e.g. Q-Pain).")
     top_logprobs = models.PositiveSmallIntegerField(null=True, blank=True)
+
+    class StructuredOutput(models.TextChoices):
+        NONE = "none", "None: read JSON from the reply's text"
+        JSON_OBJECT = "json_object", "JSON object (response_format json_object)"
+        JSON_SCHEMA = "json_schema", "JSON Schema (response_format json_schema)"
+
+    structured_output = models.CharField(
+        max_length=20, choices=StructuredOutput.choices, default=StructuredOutput.NONE,
+        help_text="For judges only (answer generation never sends it): how a judge's request asks for its JSON. "
+        "'JSON object' sends response_format {type: json_object} (OpenAI, vLLM, llama.cpp); 'JSON Schema' sends "
+        "the rubric's JSON Schema as response_format json_schema (strict: false), for servers that constrain "
+        "the reply to it. The reply is validated like a person's rating either way.",
+    )  # fmt: skip
     # Where the engine sends the source's requests: the fields above, mirrored on every save
     # (source_endpoints.py), so every kind of work on this source shares its concurrency and rate limit.
     endpoint = models.ForeignKey(

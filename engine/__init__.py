@@ -3,6 +3,6 @@
 Only the registry is imported here (it needs no models), so apps can register kinds from `ready()`.
 """
 
-from .registry import CallRefused, Request, handler_for, register, registered_kinds
+from .registry import AskAgain, CallRefused, GiveUp, Request, handler_for, register, registered_kinds
 
-__all__ = ["CallRefused", "Request", "handler_for", "register", "registered_kinds"]
+__all__ = ["AskAgain", "CallRefused", "GiveUp", "Request", "handler_for", "register", "registered_kinds"]

@@ -109,11 +109,10 @@ def execute(call: Call, endpoint: Endpoint) -> str:
         logger.exception("engine call %s: unexpected error", call.id)
         return record_failure(call, LLMError(f"unexpected error: {error!r}"))
     try:
-        store(call, completion)
+        return store(call, completion)
     except Exception as error:  # the kind could not keep the reply: nothing of it was kept, and the lane goes on
         logger.exception("engine call %s: storing failed", call.id)
         return record_failure(call, LLMError(f"storing the reply failed: {error!r}"))
-    return Call.Status.DONE
 
 
 class Connection(Protocol):
@@ -136,20 +135,49 @@ def send(endpoint: Connection, request: registry.Request) -> Completion:
         return text_completion(prompt=body["prompt"], logprobs=body.get("logprobs"), **common)
     return chat_completion(
         messages=body["messages"], logprobs=bool(body.get("logprobs")), top_logprobs=body.get("top_logprobs"),
-        **common,
+        response_format=body.get("response_format"), **common,
     )  # fmt: skip
 
 
-def store(call: Call, completion: Completion) -> None:
-    """The kind keeps what came back and the call is done, in one transaction: neither happens without the other."""
+def store(call: Call, completion: Completion) -> str:
+    """The kind keeps what came back and the call is done, in one transaction: neither happens without the other.
+
+    A kind's `store` may instead return `AskAgain` (its writes kept, the call queued again) or `GiveUp` (its
+    writes kept, the call failed for good); returns the call's new status.
+    """
     handler = registry.handler_for(call.kind)
     assert handler is not None  # execute checked it
     with transaction.atomic():
-        result = handler.store(call, completion)
+        outcome = handler.store(call, completion)
+        if isinstance(outcome, registry.AskAgain | registry.GiveUp):
+            return _store_not_done(call, outcome, handler)
         Call.objects.filter(id=call.id).exclude(status=Call.Status.DONE).update(
-            status=Call.Status.DONE, result=result, request=call.request, lease_expires_at=None, not_before=None
+            status=Call.Status.DONE, result=outcome, request=call.request, lease_expires_at=None, not_before=None
         )
-    call.status, call.result = Call.Status.DONE, result
+    call.status, call.result = Call.Status.DONE, outcome
+    return Call.Status.DONE
+
+
+def _store_not_done(call: Call, outcome: registry.AskAgain | registry.GiveUp, handler: registry.Handler) -> str:
+    """Within the store's transaction: back in the queue (AskAgain) or failed (GiveUp), the reason in the history.
+
+    Only while this claim still stands (status and attempts as claimed): when the lease ran out and another
+    worker claimed the call, or a store already finished it, that one decides; what this store wrote is kept.
+    """
+    again = isinstance(outcome, registry.AskAgain)
+    status = Call.Status.PENDING if again else Call.Status.FAILED
+    entry = {"at": timezone.now().isoformat(), "attempt": call.attempts, "error": outcome.reason[:2000]}
+    updated = Call.objects.filter(id=call.id, status=Call.Status.RUNNING, attempts=call.attempts).update(
+        status=status, not_before=None, lease_expires_at=None, error=outcome.reason[:2000],
+        history=[*call.history, entry], request=call.request, result=outcome.result,
+    )  # fmt: skip
+    if not updated:
+        return Call.objects.values_list("status", flat=True).get(id=call.id)
+    call.status, call.error, call.result = status, outcome.reason[:2000], outcome.result
+    call.history = [*call.history, entry]
+    if not again:
+        handler.failed(call, LLMError(outcome.reason))
+    return status
 
 
 def record_failure(call: Call, error: LLMError) -> str:

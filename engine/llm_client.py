@@ -104,6 +104,7 @@ def chat_completion(
     logprobs: bool = False,
     top_logprobs: int | None = None,
     stop: list[str] | None = None,
+    response_format: dict | None = None,
 ) -> Completion:
     """POST {base_url}/chat/completions and return the first choice; raises LLMError.
 
@@ -114,6 +115,8 @@ def chat_completion(
     body: dict = {"model": model, "messages": messages, **_temperature(temperature), "max_tokens": max_tokens}
     if stop:
         body["stop"] = list(stop)
+    if response_format:
+        body["response_format"] = response_format
     if logprobs:
         body["logprobs"] = True
         if top_logprobs:

@@ -11,7 +11,7 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class Request:
     """What to send: `chat` (body with `messages`) or `completion` (body with `prompt`); the body as sent,
-    its `model`, `max_tokens`, `temperature`, `stop`, `logprobs`, `top_logprobs` included."""
+    its `model`, `max_tokens`, `temperature`, `stop`, `logprobs`, `top_logprobs`, `response_format` included."""
 
     mode: Literal["chat", "completion"]
     body: dict[str, Any]
@@ -21,10 +21,29 @@ class CallRefused(Exception):
     """`prepare` cannot build this call's request, ever (its subject is gone, the recipe cannot render it)."""
 
 
+@dataclass(frozen=True)
+class AskAgain:
+    """What `store` returns to keep what it wrote and have the call made again: the engine commits the store's
+    writes, keeps `result` on the call and puts it back in the queue (its attempt counted, `reason` in its
+    history), e.g. a reply the kind could not use but keeps as a record."""
+
+    result: dict | None
+    reason: str
+
+
+@dataclass(frozen=True)
+class GiveUp:
+    """What `store` returns to keep what it wrote and end the call as failed for good: the engine commits the
+    store's writes, keeps `result`, fails the call with `reason` as its error and calls the kind's `failed`."""
+
+    result: dict | None
+    reason: str
+
+
 class Handler(Protocol):
     def prepare(self, call: "Call") -> Request: ...
 
-    def store(self, call: "Call", completion: "Completion") -> dict | None: ...
+    def store(self, call: "Call", completion: "Completion") -> "dict | None | AskAgain | GiveUp": ...
 
     def failed(self, call: "Call", error: "LLMError") -> None: ...
 

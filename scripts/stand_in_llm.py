@@ -3,8 +3,10 @@
 It answers "Generated answer to: <prompt>" after a delay, a multiple-choice prompt (a line "### Options:
 A: ..., B: ...") with one of its letters chosen by a hash of the prompt; a question containing REFUSE gets a
 refusal; a Q-Pain prompt (ending "Answer:" after a "Vignette:") gets " Yes.\nDosage: ..." or " No." with
-log-probabilities when asked (tests/llm_server.py).
-Usage: .venv/bin/python scripts/stand_in_llm.py [--port 8089] [--latency 0.2]
+log-probabilities when asked; a judge's request (it carries the rubric's JSON Schema) gets a JSON object valid for
+it, drawn by a hash of the item, wrong at the rates given (tests/llm_server.py).
+Usage: .venv/bin/python scripts/stand_in_llm.py [--port 8089] [--latency 0.2] [--judge-error-rate 0.1]
+       [--judge-group-error Black=0.4 ...] [--judge-invalid-rate 0.05]
 Then add a model source with base URL http://127.0.0.1:8089/v1 (any model name).
 """
 
@@ -22,8 +24,38 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, default=8089)
     parser.add_argument("--latency", type=float, default=0.2, help="seconds per answer")
+    parser.add_argument(
+        "--judge-error-rate",
+        type=float,
+        default=0.0,
+        help="share of a judge's answers (per question) moved to another value",
+    )
+    parser.add_argument(
+        "--judge-group-error",
+        action="append",
+        default=[],
+        metavar="GROUP=RATE",
+        help="an extra error rate for items mentioning GROUP (a whole word), e.g. Black=0.4",
+    )
+    parser.add_argument(
+        "--judge-invalid-rate",
+        type=float,
+        default=0.0,
+        help="share of a judge's replies that are prose instead of JSON (asked again)",
+    )
     options = parser.parse_args()
-    with FakeLLM(latency=options.latency, port=options.port) as server:
+    try:
+        groups = {
+            group.strip(): float(rate) for group, rate in (entry.split("=", 1) for entry in options.judge_group_error)
+        }
+    except ValueError:
+        parser.error("--judge-group-error takes GROUP=RATE, e.g. Black=0.4")
+    judging = {
+        "judge_error_rate": options.judge_error_rate,
+        "judge_group_errors": groups,
+        "judge_invalid_rate": options.judge_invalid_rate,
+    }
+    with FakeLLM(latency=options.latency, port=options.port, **judging) as server:
         print(f"Stand-in model server at {server.base_url} (Ctrl-C to stop)", flush=True)
         try:
             while True:

@@ -90,8 +90,14 @@ class StudyJudgeSerializer(serializers.Serializer):
     name = serializers.CharField(source="judge.name", read_only=True)
     source = serializers.CharField(source="judge.source.name", read_only=True, help_text="The model source asked.")
     repeats = serializers.IntegerField(source="judge.repeats", read_only=True, help_text="Replies per item.")
-    replied = serializers.IntegerField(read_only=True, help_text="Replies to the study's items, valid or not.")
-    rated = serializers.IntegerField(read_only=True, help_text="Valid replies, stored as ratings.")
+    replied = serializers.IntegerField(
+        read_only=True, help_text="Replies to the study's items, valid or not (an invalid reply's retries included)."
+    )
+    rated = serializers.IntegerField(read_only=True, help_text="Questions with a valid reply, stored as its rating.")
+    failed = serializers.IntegerField(
+        read_only=True, help_text="Questions whose replies were all invalid, no attempts left (asked again on the "
+        "next submit).",
+    )  # fmt: skip
     calls_pending = serializers.IntegerField(read_only=True, help_text="Calls to the model queued, not yet made.")
     calls_running = serializers.IntegerField(read_only=True, help_text="Calls to the model in flight.")
     calls_failed = serializers.IntegerField(

@@ -20,7 +20,7 @@ from django.utils import timezone
 from datasets.models import Answer, CounterfactualPair
 from raters.models import RaterProfile
 
-from .models import SCORERS_ONLY_ITEMS, Assignment, Slot, Study, StudyItem
+from .models import SCORERS_ONLY_ITEMS, Assignment, Slot, Study, StudyAnswer, StudyItem
 from .transitions import StaleTransition, hold_study_open, lock_assignment
 
 BATCH = 5000
@@ -98,6 +98,35 @@ def build_items(*, study: Study, dataset_ids: list[int], source_ids: list[int]) 
         StudyItem.objects.bulk_create(new, batch_size=BATCH)
         StudyItem.link_answers(new)
     create_slots(study=study)
+    return len(new)
+
+
+def items_for_answers(*, study: Study) -> int:
+    """One item per answer linked to the study (`StudyAnswer`: imported into it, generated for it) that is not
+    an item yet, for a study whose rubric shows one answer; returns how many were new.
+
+    Unlike `build_items` (a source's latest answer per question), every linked answer becomes an item, each
+    condition's too: how a study's judges (or people) rate the answers an import gave it, e.g. BiasMedQA's
+    released responses under the auto-evaluator judge. Under the study's row lock, so two runs add each answer
+    once; refused for a locked study.
+    """
+    if study.is_scorers_only:
+        raise AssignmentError(SCORERS_ONLY_ITEMS)
+    if study.display != "one_answer":
+        raise AssignmentError("Items made from a study's answers show one answer each: the study's rubric shows "
+                              f"{study.display!r}.")  # fmt: skip
+    with transaction.atomic():
+        locked = Study.objects.select_for_update().filter(pk=study.pk).values_list("locked_at", flat=True).first()
+        if locked is not None:
+            raise AssignmentError("This study is locked: no items are added to it.")
+        existing = set(study.items.values_list("answer_id", flat=True))
+        linked = StudyAnswer.objects.filter(study=study).order_by("answer_id").values_list("answer_id", flat=True)
+        new = [
+            StudyItem(study=study, answer_id=answer_id) for answer_id in linked.iterator() if answer_id not in existing
+        ]
+        StudyItem.objects.bulk_create(new, batch_size=BATCH)
+        StudyItem.link_answers(new)
+        create_slots(study=study)
     return len(new)
 
 

@@ -3,24 +3,30 @@
 The steps a judge's call goes through; the model-call engine's `judge` kind (`judge_kind.py`) is a thin wrapper
 (`prepare(call)` = `build_judge_request`, `store(call, completion)` = `record_judge_reply`):
 
-- `build_judge_request(judge, item, repeat)`: the chat-completions body, pure (no call, no write): the judge's
-  instructions, the item as its recipe shows it (two answers in a balanced order, `judge_swap`), the rubric's
-  own wording and the JSON Schema of the answers (`rubric_schema.json_schema`, what the model must return).
-- `record_judge_reply(judge, item, repeat, request, raw_reply, latency_ms, model)`: the one path a reply takes.
-  It is read as JSON (a fenced ```json block is fine), checked by `rubrics.check_answers`, the same form and
-  validator a person's rating goes through (page and API), and stored as a `JudgeReply` (provenance, always)
-  plus a `JudgeRating` when valid. An invalid reply is a failure with its errors, never a rating.
-- `pending(judge, study)`: the item x repeat pairs without a stored reply, which `judge_kind.submit_judge`
-  queues as calls.
+- `build_judge_request(judge, item, repeat, swap=)`: the chat-completions body, pure (no call, no write): the
+  judge's instructions, the item as its recipe shows it (two answers in the order `swap` says: every repeat asks
+  both, `display_orders`), the rubric's own wording and the JSON Schema of the answers
+  (`rubric_schema.json_schema`, what the model must return), also sent as `response_format` when the source
+  supports structured output (`AnswerSource.structured_output`).
+- `record_judge_reply(judge, item, repeat, swap=, request, raw_reply, latency_ms, model)`: the one path a reply
+  takes. It is read as JSON (a fenced ```json block is fine), checked by `rubrics.check_answers`, the same form
+  and validator a person's rating goes through (page and API), and stored as a `JudgeReply` (provenance, always,
+  numbered by `attempt` under the item's row lock) plus a `JudgeRating` when valid. An invalid reply is a
+  failure with its errors, never a rating; the judge kind asks again (`attempts_left`).
+- `pending(judge, study)`: the (item, repeat, order) of the study without a rating, which
+  `judge_kind.submit_judge` queues as calls.
 """
 
 import json
 import re
 
-from django.db import IntegrityError, transaction
+from django.conf import settings
+from django.db import transaction
+
+from datasets.recipes import options_text
 
 from . import rubric_schema
-from .models import Judge, JudgeRating, JudgeReply, Study, StudyItem, StudyJudge
+from .models import SCENARIO_FIELDS, Judge, JudgeRating, JudgeReply, Study, StudyItem, StudyJudge
 from .rubrics import check_answers, item_context
 from .transitions import hold_study_open
 
@@ -35,10 +41,17 @@ class JudgeError(Exception):
 # --- What the judge is asked ------------------------------------------------------------------------
 
 
-def judge_swap(item: StudyItem, repeat: int) -> bool:
-    """Two answers of one question: shown in both orders, alternating with item and repeat (a judge making
-    two repeats sees each item both ways), as people's pairwise assignments alternate with their slot."""
-    return item.study.display == "two_answers" and (item.pk + repeat) % 2 == 1
+def display_orders(study: Study) -> tuple[bool, ...]:
+    """The orders a judge is asked each item in, per repeat (`swap`: the item's answer 2 shown first): two
+    answers of one question both ways, so every item has a verdict in each order (position consistency);
+    one answer as it is."""
+    return (False, True) if study.display == "two_answers" else (False,)
+
+
+def legacy_swap(study: Study, item_id: int, repeat: int) -> bool:
+    """The order calls queued before every repeat asked both orders showed an item in (alternating with item
+    and repeat): such a call's subject has no `swap`, and its replies were stored with this order."""
+    return study.display == "two_answers" and (item_id + repeat) % 2 == 1
 
 
 def shown_answers(item: StudyItem, swap: bool) -> list:
@@ -47,17 +60,18 @@ def shown_answers(item: StudyItem, swap: bool) -> list:
     return [item.answer_2, item.answer_1] if swap else [item.answer_1, item.answer_2]
 
 
-def judge_context(item: StudyItem, repeat: int) -> rubric_schema.ItemContext:
+def judge_context(item: StudyItem, swap: bool) -> rubric_schema.ItemContext:
     """The item as the judge sees it, exactly as `assignment_context` gives it for a person."""
-    swap = judge_swap(item, repeat)
     return item_context(item, shown_answers(item, swap) if item.answer_1_id else ())
 
 
-def _check(judge: Judge, item: StudyItem, repeat: int) -> None:
+def _check(judge: Judge, item: StudyItem, repeat: int, swap: bool) -> None:
     if judge.rubric_version_id != item.study.rubric_version_id:
         raise JudgeError(f"The judge {judge} answers {judge.rubric_version}, not the rubric of {item.study}.")
     if not 0 <= repeat < judge.repeats:
         raise JudgeError(f"The judge {judge} makes {judge.repeats} repeat(s): 0 to {judge.repeats - 1}.")
+    if swap not in display_orders(item.study):
+        raise JudgeError(f"The items of {item.study} show one answer: they have no other order to show.")
 
 
 def check_held(judge: Judge, study: Study) -> None:
@@ -70,8 +84,9 @@ def check_held(judge: Judge, study: Study) -> None:
                          "`judges` in the study's file and load it.")  # fmt: skip
 
 
-def describe_item(judge: Judge, item: StudyItem, repeat: int) -> str:
-    """The item as the judge's recipe shows it: its question(s), answer(s) and groups, in SHOWN_FIELDS order."""
+def describe_item(judge: Judge, item: StudyItem, swap: bool) -> str:
+    """The item as the judge's recipe shows it, in SHOWN_FIELDS order: its question(s), answer(s) and groups,
+    then a multiple-choice scenario's lines (options, correct answer, response) one after another."""
     shown = set(judge.shown_fields)
     parts = []
     if "question" in shown:
@@ -79,17 +94,39 @@ def describe_item(judge: Judge, item: StudyItem, repeat: int) -> str:
             parts += [f"Question 1:\n{item.pair.question_1.text}", f"Question 2:\n{item.pair.question_2.text}"]
         else:
             parts.append(f"Question:\n{(item.question or item.answer.question).text}")
+    answers = shown_answers(item, swap)
     if "answers" in shown:
-        answers = shown_answers(item, judge_swap(item, repeat))
         if len(answers) == 1:
             parts.append(f"Answer:\n{answers[0].text}")
         else:
             parts += [f"Answer {n}:\n{answer.text}" for n, answer in enumerate(answers, start=1)]
     if "groups" in shown:
-        groups = judge_context(item, repeat).groups
+        groups = judge_context(item, swap).groups
         if groups:
             parts.append("Groups: " + ", ".join(label for _, label in groups))
+    scenario = [line for name in SCENARIO_FIELDS if name in shown for line in _scenario_lines(name, item, answers)]
+    if scenario:
+        parts.append("\n".join(scenario))
     return "\n\n".join(parts)
+
+
+def _scenario_lines(name: str, item: StudyItem, answers: list) -> list[str]:
+    """A multiple-choice question's lines as BiasMedQA's prompts write them; JudgeError when it has none."""
+    if name == "response":
+        if len(answers) == 1:
+            return [f"RESPONSE: {answers[0].text}"]
+        return [f"RESPONSE {n}: {answer.text}" for n, answer in enumerate(answers, start=1)]
+    question = item.question or item.answer.question
+    metadata = question.metadata if isinstance(question.metadata, dict) else {}
+    options = metadata.get("options")
+    if not isinstance(options, dict) or not options:
+        raise JudgeError(f"The question of item {item.pk} has no options to show (shown field {name!r}).")
+    if name == "options":
+        return [f"### Options: {options_text(options, {})}"]
+    letter = metadata.get("answer_idx")
+    if letter not in options:
+        raise JudgeError(f"The question of item {item.pk} names no correct option (shown field {name!r}).")
+    return [f"CORRECT ANSWER: {letter}: {options[letter]}"]
 
 
 def describe_rubric(definition: dict, context: rubric_schema.ItemContext) -> str:
@@ -117,14 +154,15 @@ def describe_rubric(definition: dict, context: rubric_schema.ItemContext) -> str
     return "\n".join(lines)
 
 
-def build_judge_request(judge: Judge, item: StudyItem, repeat: int) -> dict:
-    """The chat-completions body to send (model, messages, temperature, max_tokens): what is stored as sent."""
-    _check(judge, item, repeat)
+def build_judge_request(judge: Judge, item: StudyItem, repeat: int, *, swap: bool = False) -> dict:
+    """The chat-completions body to send (model, messages, temperature, max_tokens and, when the source supports
+    structured output, `response_format`): what is stored as sent."""
+    _check(judge, item, repeat, swap)
     definition = judge.rubric_version.definition
-    context = judge_context(item, repeat)
+    context = judge_context(item, swap)
     schema = rubric_schema.json_schema(definition, context)
     parts = [
-        describe_item(judge, item, repeat),
+        describe_item(judge, item, swap),
         "Questions:\n" + describe_rubric(definition, context),
         "Reply with one JSON object only, keyed by the questions' keys, matching this JSON Schema:\n"
         + json.dumps(schema, ensure_ascii=False, sort_keys=True),
@@ -135,8 +173,15 @@ def build_judge_request(judge: Judge, item: StudyItem, repeat: int) -> dict:
     source = judge.source
     messages = [{"role": "system", "content": judge.instructions}] if judge.instructions else []
     messages.append({"role": "user", "content": "\n\n".join(parts)})
-    return {"model": source.model_name, "messages": messages, "temperature": source.temperature,
+    body = {"model": source.model_name, "messages": messages, "temperature": source.temperature,
             "max_tokens": source.max_tokens}  # fmt: skip
+    if source.structured_output == "json_object":
+        body["response_format"] = {"type": "json_object"}
+    elif source.structured_output == "json_schema":
+        # strict: false, since OpenAI's strict mode refuses schemas with optional keys or bounds, which rubrics use.
+        body["response_format"] = {"type": "json_schema", "json_schema": {"name": "rubric", "schema": schema,
+                                                                          "strict": False}}  # fmt: skip
+    return body
 
 
 # --- What the judge replied --------------------------------------------------------------------------
@@ -158,47 +203,63 @@ def parse_reply(text: str) -> tuple[dict | None, dict[str, list[str]]]:
 
 
 def record_judge_reply(
-    judge: Judge, item: StudyItem, repeat: int, *, request: dict, raw_reply: str, latency_ms: int | None,
-    model: str = "",
+    judge: Judge, item: StudyItem, repeat: int, *, swap: bool = False, request: dict, raw_reply: str,
+    latency_ms: int | None, model: str = "",
 ) -> JudgeReply:  # fmt: skip
     """Store a judge's reply with its provenance, and its rating when the rubric's validator accepts it.
 
     The reply is checked by the same form and validator as a person's rating of the item, so a judge's stored
-    values are what a person's would be for the same answers. Refused (StudyLocked) once the study is locked;
-    a reply already stored for (judge, item, repeat), e.g. by a concurrent run, is kept and returned.
+    values are what a person's would be for the same answers. Every reply is kept, numbered by `attempt` (0, 1,
+    ...) per (judge, item, repeat, order), decided under the item's row lock, so two stores at once (a lease ran
+    out under a slow worker) number theirs apart and make at most one rating. Once the pair has a rating a later
+    reply is a duplicate: it is not stored and the rating's reply is returned (as a second answer of a question
+    finds the first). Refused (StudyLocked) once the study is locked.
     """
-    _check(judge, item, repeat)
+    _check(judge, item, repeat, swap)
     check_held(judge, item.study)
     values, errors = parse_reply(raw_reply)
     if values is not None:
-        values, errors = check_answers(judge.rubric_version, values, judge_context(item, repeat))
-    swap = judge_swap(item, repeat)
-    try:
-        with transaction.atomic():
-            hold_study_open(item.study_id)
-            reply = JudgeReply.objects.create(
-                judge=judge, item=item, repeat=repeat, swap_answers=swap, request=request, raw_reply=raw_reply,
-                model=model[:200], latency_ms=latency_ms, errors=errors,
+        values, errors = check_answers(judge.rubric_version, values, judge_context(item, swap))
+    pair = {"judge": judge, "item": item, "repeat": repeat, "swap_answers": swap}
+    with transaction.atomic():
+        hold_study_open(item.study_id)
+        # The item's row only (its default ordering joins the study, which hold_study_open shares).
+        list(StudyItem.objects.select_for_update(no_key=True, of=("self",)).filter(pk=item.pk).order_by().values("pk"))
+        rated = JudgeRating.objects.select_related("reply").filter(**pair).first()
+        if rated is not None:
+            return rated.reply
+        attempt = JudgeReply.objects.filter(**pair).count()  # attempts are 0..n-1 with no gaps (the lock)
+        reply = JudgeReply.objects.create(
+            **pair, attempt=attempt, request=request, raw_reply=raw_reply, model=model[:200], latency_ms=latency_ms,
+            errors=errors,
+        )  # fmt: skip
+        if not errors:
+            JudgeRating.objects.create(
+                reply=reply, judge=judge, item=item, repeat=repeat, rubric_version=judge.rubric_version,
+                values=values, swap_answers=swap, submitted_at=reply.received_at,
             )  # fmt: skip
-            if not errors:
-                JudgeRating.objects.create(
-                    reply=reply, judge=judge, item=item, repeat=repeat, rubric_version=judge.rubric_version,
-                    values=values, swap_answers=swap, submitted_at=reply.received_at,
-                )  # fmt: skip
-    except IntegrityError:
-        stored = JudgeReply.objects.filter(judge=judge, item=item, repeat=repeat).first()
-        if stored is None:
-            raise
-        return stored
     return reply
+
+
+def attempts_left(reply: JudgeReply) -> int:
+    """How many more times to ask after this reply: none after a valid one; after an invalid one, what is left
+    of the round of JUDGE_INVALID_REPLY_ATTEMPTS replies it belongs to (all of a pair's replies before a rating
+    are invalid, so its attempt number counts them). Submitting the judge again starts a new round."""
+    if not reply.errors:
+        return 0
+    per_round = max(1, settings.JUDGE_INVALID_REPLY_ATTEMPTS)
+    return (per_round - (reply.attempt + 1) % per_round) % per_round
 
 
 # --- What is left to ask ---------------------------------------------------------------------------------
 
 
-def pending(judge: Judge, study: Study) -> list[tuple[int, int]]:
-    """(item id, repeat) of the study the judge has not replied to yet, in item order."""
-    done = set(JudgeReply.objects.filter(judge=judge, item__study=study).values_list("item_id", "repeat"))
+def pending(judge: Judge, study: Study) -> list[tuple[int, int, bool]]:
+    """(item id, repeat, swap) of the study the judge has no rating for yet, in item order: never asked, or
+    asked and every reply invalid (asked again when the judge is submitted again)."""
+    rated = set(JudgeRating.objects.filter(judge=judge, item__study=study).values_list("item_id", "repeat",
+                                                                                        "swap_answers"))  # fmt: skip
     item_ids = study.items.order_by("pk").values_list("pk", flat=True)
-    repeats = range(judge.repeats)
-    return [(item_id, repeat) for item_id in item_ids for repeat in repeats if (item_id, repeat) not in done]
+    orders, repeats = display_orders(study), range(judge.repeats)
+    return [(item_id, repeat, swap) for item_id in item_ids for repeat in repeats for swap in orders
+            if (item_id, repeat, swap) not in rated]  # fmt: skip

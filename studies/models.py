@@ -454,7 +454,11 @@ JUDGE_APPEND_ONLY = (
     "Judge replies and ratings are an audit trail: they are never deleted or changed. Run another judge (or a "
     "new one with another name) to ask again."
 )
-SHOWN_FIELDS = ("question", "answers", "groups")  # what a judge recipe may show of an item, in this order
+# What a judge recipe may show of an item, in this order. The last three are lines of a multiple-choice
+# scenario, one after another as BiasMedQA's auto-evaluator prompt lays them out: the question's
+# "### Options: A: ..., B: ..." line, its "CORRECT ANSWER: C: ..." line and the answer as "RESPONSE: ...".
+SHOWN_FIELDS = ("question", "answers", "groups", "options", "correct_answer", "response")
+SCENARIO_FIELDS = ("options", "correct_answer", "response")
 
 
 def default_shown_fields() -> list[str]:
@@ -598,14 +602,16 @@ class StudyJudge(models.Model):
 
 
 class JudgeReply(AppendOnly):
-    """One reply of a judge to one item (one repeat), valid or not, with its provenance: the exact request
-    sent, the raw reply, the model that answered, the latency and the validation errors (empty: the reply
-    became a `JudgeRating`). One per (judge, item, repeat): a failure is not asked again silently."""
+    """One reply of a judge to one item (one repeat, one display order), valid or not, with its provenance: the
+    exact request sent, the raw reply, the model that answered, the latency and the validation errors (empty:
+    the reply became a `JudgeRating`). Every reply is kept: an invalid one is asked again (bounded), each
+    numbered by `attempt` per (judge, item, repeat, order)."""
 
     judge = models.ForeignKey(Judge, on_delete=models.PROTECT, related_name="replies")
     item = models.ForeignKey(StudyItem, on_delete=models.PROTECT, related_name="judge_replies")
     repeat = models.PositiveSmallIntegerField(help_text="0..repeats-1: which independent reply this is.")
     swap_answers = models.BooleanField(default=False, help_text="Two answers: the item's answer 2 shown first.")
+    attempt = models.PositiveSmallIntegerField(default=0, help_text="0, 1, ...: replies to the same question before.")
     request = models.JSONField(help_text="The chat-completions request body exactly as sent.")
     raw_reply = models.TextField(help_text="The model's reply text as received.")
     model = models.CharField(max_length=200, blank=True, help_text="The model that answered, as the server named it.")
@@ -614,12 +620,16 @@ class JudgeReply(AppendOnly):
     received_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
-        ordering = ["judge", "item", "repeat"]
-        constraints = [models.UniqueConstraint(fields=["judge", "item", "repeat"], name="judge_reply_unique")]
+        ordering = ["judge", "item", "repeat", "swap_answers", "attempt"]
+        constraints = [
+            models.UniqueConstraint(fields=["judge", "item", "repeat", "swap_answers", "attempt"],
+                                    name="judge_reply_unique_attempt"),
+        ]  # fmt: skip
         verbose_name_plural = "judge replies"
 
     def __str__(self) -> str:
-        return f"{self.judge} · item {self.item_id} #{self.repeat}"
+        order = " swapped" if self.swap_answers else ""
+        return f"{self.judge} · item {self.item_id} #{self.repeat}{order} (attempt {self.attempt})"
 
     @property
     def is_failure(self) -> bool:
@@ -640,8 +650,13 @@ class JudgeRating(AppendOnly):
     submitted_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
-        ordering = ["judge", "item", "repeat"]
-        constraints = [models.UniqueConstraint(fields=["judge", "item", "repeat"], name="judge_rating_unique")]
+        ordering = ["judge", "item", "repeat", "swap_answers"]
+        # One rating per question asked: each repeat asks a two-answer item in both orders.
+        constraints = [
+            models.UniqueConstraint(
+                fields=["judge", "item", "repeat", "swap_answers"], name="judge_rating_unique_order"
+            )
+        ]
 
     def __str__(self) -> str:
-        return f"{self.judge} · item {self.item_id} #{self.repeat}"
+        return f"{self.judge} · item {self.item_id} #{self.repeat}{' swapped' if self.swap_answers else ''}"

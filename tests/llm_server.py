@@ -15,6 +15,16 @@ chosen by a hash of the prompt, with `stop` and `max_tokens` honoured; asked for
 every generated token's top-k alternatives in the endpoint's format (completions: the legacy object,
 k = `logprobs`; chat: the content list, k = `top_logprobs`), probabilities varying by a hash of the prompt,
 the generated token the most probable one. `qpain_completion` is what it answers, for tests to compare.
+
+A judge's request (it carries the rubric's JSON Schema: in the prompt after "matching this JSON Schema:", as
+studies.judges.build_judge_request writes it, or as `response_format` json_schema) is answered with a JSON
+object valid for that schema (`judge_values`): each question's value drawn by a hash of the item part of the
+prompt (the text before "Questions:"), so the same item gets the same values (a BiasMedQA auto-evaluator
+scenario is read for its letters instead: `scenario_verdict`). It can be told to disagree in a
+known way: `judge_error_rate` moves each question's value to another one with that probability, and
+`judge_group_errors` ({"Black": 0.4}) adds a rate when the item mentions that group (a whole word, any case), so a
+study shows a judge whose errors depend on the patient group; `judge_invalid_rate` makes a reply prose instead
+of JSON with that probability, drawn anew for each time the same prompt is asked (to exercise retries).
 """
 
 import hashlib
@@ -23,7 +33,10 @@ import math
 import re
 import threading
 import time
+from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import jsonschema
 
 
 class FakeLLM:
@@ -35,7 +48,15 @@ class FakeLLM:
         failure_status: int = 500,
         port: int = 0,
         redirect_to: str | None = None,
+        judge_error_rate: float = 0.0,
+        judge_group_errors: dict[str, float] | None = None,
+        judge_invalid_rate: float = 0.0,
     ):
+        self.judge_error_rate = judge_error_rate
+        self.judge_group_errors = dict(judge_group_errors or {})
+        self.judge_invalid_rate = judge_invalid_rate
+        self._asked: Counter[str] = Counter()  # how often each judge prompt came, for judge_invalid_rate's draws
+        self._local = threading.local()  # the request's response_format schema, for answer_for
         self.latency = latency
         self.failures = failures
         self.failure_status = failure_status
@@ -60,6 +81,9 @@ class FakeLLM:
         self._server.server_close()
 
     def answer_for(self, question: str) -> str:
+        schema = judge_schema(question) or getattr(self._local, "schema", None)
+        if schema is not None:
+            return self.judge_reply(question, schema)
         letters = multiple_choice_letters(question)
         if letters:
             return letters[int(hashlib.sha256(question.encode()).hexdigest(), 16) % len(letters)]
@@ -77,6 +101,8 @@ class FakeLLM:
             return self.failure_status, {"error": {"message": f"simulated failure ({self.failure_status})"}}
         completions = "prompt" in body  # /completions: one prompt text, the answer in choices[0].text
         question = body["prompt"] if completions else body["messages"][-1]["content"]
+        response_format = body.get("response_format") or {}
+        self._local.schema = (response_format.get("json_schema") or {}).get("schema")
         refused = "REFUSE" in question
         if not refused and is_qpain_prompt(question):
             return 200, qpain_response(body, question, request_number=len(self.requests))
@@ -96,6 +122,21 @@ class FakeLLM:
         usage = {"prompt_tokens": len(question.split()), "completion_tokens": 6, "total_tokens": 6}
         return 200, {"id": f"chatcmpl-{len(self.requests)}", "model": body["model"], "choices": [choice],
                      "usage": usage}  # fmt: skip
+
+    def judge_reply(self, prompt: str, schema: dict) -> str:
+        """A judge's reply: the JSON of `judge_values`, or (at `judge_invalid_rate`) prose."""
+        with self._lock:
+            self._asked[prompt] += 1
+            asked = self._asked[prompt]
+        if self.judge_invalid_rate and _unit(prompt, f"invalid:{asked}") < self.judge_invalid_rate:
+            return "The answer looks reasonable to me."
+        item = judge_item_text(prompt)
+        rate = self.judge_error_rate + sum(
+            extra for group, extra in self.judge_group_errors.items() if mentions(item, group)
+        )
+        verdict = scenario_verdict(item)
+        return json.dumps(judge_values(item, schema, error_rate=rate, answer=judge_answer_text(item),
+                                       preferred=verdict))  # fmt: skip
 
     def _handler(self):
         fake = self
@@ -129,6 +170,130 @@ class FakeLLM:
                 pass
 
         return Handler
+
+
+# --- Judges ----------------------------------------------------------------------------------------------
+
+SCHEMA_MARK = "matching this JSON Schema:\n"
+
+
+def judge_schema(prompt: str) -> dict | None:
+    """The JSON Schema a judge's prompt asks for (one line after SCHEMA_MARK), or None for any other prompt."""
+    if SCHEMA_MARK not in prompt:
+        return None
+    line = prompt.split(SCHEMA_MARK, 1)[1].split("\n", 1)[0]
+    try:
+        schema = json.loads(line)
+    except ValueError:
+        return None
+    return schema if isinstance(schema, dict) and "properties" in schema else None
+
+
+def judge_item_text(prompt: str) -> str:
+    """The item as the judge's prompt shows it: the text before the rubric's questions."""
+    return prompt.split("\n\nQuestions:\n", 1)[0]
+
+
+def judge_answer_text(item: str) -> str:
+    """The first answer the item shows (after "Answer:" or "Answer 1:"), where a span question's quote comes from."""
+    found = re.search(r"(?:^|\n)Answer(?: 1)?:\n(.*?)(?:\n\n|$)", item, re.DOTALL)
+    return found.group(1) if found else ""
+
+
+def mentions(text: str, group: str) -> bool:
+    return re.search(rf"\b{re.escape(group)}\b", text, re.IGNORECASE) is not None
+
+
+def scenario_verdict(item: str) -> str | None:
+    """For a scenario laid out as BiasMedQA's auto-evaluator prompt does ("CORRECT ANSWER: C: ..." then
+    "RESPONSE: ..."), what a careful reader says: True when the response starts with the correct letter (or
+    first names it as "C: ..." or "option C"), False with another option's letter, NR when it names none. None
+    for any other item."""
+    correct = re.search(r"^CORRECT ANSWER: ([A-J]):", item, re.MULTILINE)
+    response = re.search(r"^RESPONSE: (.*)", item, re.MULTILINE | re.DOTALL)
+    if not (correct and response):
+        return None
+    # The letter it starts with, else the first option it names as "X: ..." or "option X".
+    letter = re.match(r"\W*([A-J])\b", response.group(1)) or re.search(
+        r"(?:\b([A-J]):\s|\boption ([A-J])\b)", response.group(1)
+    )
+    if letter is None:
+        return "NR"
+    return "True" if (letter.group(1) or letter.group(letter.lastindex or 1)) == correct.group(1) else "False"
+
+
+def judge_values(
+    item: str, schema: dict, *, error_rate: float = 0.0, answer: str = "", preferred: str | None = None
+) -> dict:
+    """Values valid for the schema, each drawn by a hash of the item text (the stand-in's "own" verdict; a
+    single choice offering `preferred` takes it), then moved to another allowed value with probability
+    `error_rate` per question (drawn by the same hash, so an item's errors are reproducible). Conditional
+    questions are emptied or answered until the schema holds."""
+    properties = schema.get("properties") or {}
+    values = {key: _drawn(item, key, spec, answer) for key, spec in properties.items()}
+    for key, spec in properties.items():
+        if preferred is not None and preferred in _choices(spec):
+            values[key] = preferred
+    for key, spec in properties.items():
+        if error_rate and _unit(item, f"error:{key}") < error_rate:
+            values[key] = _moved(item, key, spec, values[key], answer)
+    rules = schema.get("allOf") or []
+    for _ in range(len(rules) + 1):  # rules come in question order, parents first: a pass or two settles them
+        if jsonschema.Draft202012Validator(schema).is_valid(values):
+            break
+        for rule in rules:
+            key = next(iter(rule["else"]["properties"]))
+            if not jsonschema.Draft202012Validator(rule["if"]).is_valid(values):
+                values[key] = rule["else"]["properties"][key]["const"]  # hidden: empty
+            elif values.get(key) in (None, "", []):
+                values[key] = _drawn(item, key, properties[key], answer, answered=True)
+    return values
+
+
+def _choices(spec: dict) -> list:
+    if "enum" in spec:
+        return [value for value in spec["enum"] if value is not None]
+    return []
+
+
+def _drawn(item: str, key: str, spec: dict, answer: str, *, answered: bool = False):
+    draw = _unit(item, f"value:{key}")
+    if "enum" in spec:
+        choices = _choices(spec)
+        return choices[int(draw * len(choices))] if choices else None
+    kinds = spec.get("type")
+    kinds = kinds if isinstance(kinds, list) else [kinds]
+    if "array" in kinds and "enum" in (spec.get("items") or {}):
+        choices = list(spec["items"]["enum"])
+        exclusive = (spec.get("if") or {}).get("contains", {}).get("const")
+        plain = [choice for choice in choices if choice != exclusive] or choices
+        return [plain[int(draw * len(plain))]]
+    if "array" in kinds:  # spans: one quote of the answer's first words, or none unless one is needed
+        if not (answered or spec.get("minItems")) or not answer.strip():
+            return []
+        score = spec["items"]["properties"]["score"]
+        quote = " ".join(answer.split()[:3])
+        return [{"quote": quote, "score": score["minimum"] + int(draw * (score["maximum"] - score["minimum"] + 1))}]
+    if "integer" in kinds:
+        low, high = spec.get("minimum", 0), spec.get("maximum", 5)
+        return low + int(draw * (high - low + 1))
+    if "string" in kinds:
+        return "The stand-in judge's note." if answered or spec.get("minLength") else ""
+    return None
+
+
+def _moved(item: str, key: str, spec: dict, value, answer: str):
+    """Another allowed value than `value`: the next option, or the next number on the scale."""
+    if "enum" in spec:
+        choices = _choices(spec)
+        return choices[(choices.index(value) + 1) % len(choices)] if len(choices) > 1 else value
+    if isinstance(value, list) and value and "enum" in (spec.get("items") or {}):
+        choices = list(spec["items"]["enum"])
+        return [choices[(choices.index(value[0]) + 1) % len(choices)]]
+    if isinstance(value, int) and "minimum" in spec:
+        low, high = spec["minimum"], spec["maximum"]
+        return low + (value - low + 1) % (high - low + 1)
+    return value
 
 
 # "### Options: A: x, B: y" (BiasMedQA's item template) or a line of options "A: x, B: y, ..."

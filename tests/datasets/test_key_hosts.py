@@ -185,6 +185,7 @@ def test_the_admin_refuses_a_source_sending_its_key_elsewhere(client, settings):
         "name": source.name, "kind": "model", "model_name": "m", "parameters": "{}",
         "base_url": "https://evil.example/v1", "api_key_env": KEY, "temperature": "0", "max_tokens": "1024",
         "prompt_template": "{question}", "request_timeout_seconds": "120", "concurrency": "4",
+        "structured_output": "none",
     }  # fmt: skip
 
     response = client.post(f"/admin/datasets/answersource/{source.id}/change/", form)

@@ -84,12 +84,15 @@ def test_the_admin_form_edits_the_endpoint_through_the_source(admin_client):
         "name": "GPT", "kind": "model", "description": "", "parameters": "{}", "base_url": "http://127.0.0.1:6/v1",
         "model_name": "m", "api_key_env": "", "temperature": "0", "max_tokens": "10", "system_prompt": "",
         "prompt_template": "{question}", "request_timeout_seconds": "20", "concurrency": "2",
-        "rate_limit_per_minute": "", "top_logprobs": "",
+        "rate_limit_per_minute": "", "top_logprobs": "", "structured_output": "json_schema",
     }  # fmt: skip
+    page = admin_client.get(f"/admin/datasets/answersource/{source.id}/change/").content.decode()
+    assert 'name="structured_output"' in page and "answer generation never sends it" in page
 
     response = admin_client.post(f"/admin/datasets/answersource/{source.id}/change/", form)
 
     assert response.status_code == 302, response.content.decode()[:2000]
+    assert AnswerSource.objects.get(pk=source.pk).structured_output == "json_schema"
     assert mirrored(Endpoint.objects.get()) == {
         "base_url": "http://127.0.0.1:6/v1", "api_key_env": "", "request_timeout_seconds": 20, "concurrency": 2,
         "rate_limit_per_minute": None,

@@ -7,6 +7,7 @@ import time
 from datetime import timedelta
 
 import pytest
+from django.core.cache import cache
 from django.core.exceptions import ValidationError
 from django.utils import timezone
 
@@ -116,6 +117,60 @@ def test_a_reply_the_kind_cannot_store_fails_the_call_and_keeps_nothing():
     assert call.status == Call.Status.FAILED and "storing the reply failed" in call.error
     assert "table is gone" in call.error
     assert call.result is None and kinds.failure(BrokenStore.kind, call.id) == call.error
+
+
+class Picky(kinds.Echo):
+    """Keeps every reply (in the cache) and asks again until it has `until` of them; then it is done, or gives up
+    when the subject says so."""
+
+    kind = "picky"
+
+    def store(self, call, completion):
+        key = f"engine-test:picky:{call.id}"
+        cache.add(key, 0, timeout=3600)
+        kept = cache.incr(key)
+        result = {"kept": kept}
+        if kept < call.subject["until"]:
+            return engine.AskAgain(result=result, reason=f"reply {kept} is not usable")
+        if call.subject.get("give_up"):
+            return engine.GiveUp(result=result, reason=f"{kept} unusable replies")
+        return result
+
+
+def test_a_store_can_keep_its_writes_and_ask_again_until_it_is_done_or_gives_up():
+    engine.register(Picky.kind, Picky())
+    with FakeLLM() as server:
+        endpoint = make_endpoint(server, concurrency=1)
+        calls.submit(Picky.kind, endpoint, [{"text": "a", "until": 3}, {"text": "b", "until": 2, "give_up": True}])
+        assert drain(endpoint) == ["no work left"]
+    assert len(server.requests) == 5  # asked again at once, without back-off
+    done, given_up = Call.objects.order_by("id")
+    assert (done.status, done.attempts, done.result) == (Call.Status.DONE, 3, {"kept": 3})
+    assert [(entry["attempt"], entry["error"]) for entry in done.history] == [
+        (1, "reply 1 is not usable"), (2, "reply 2 is not usable")]  # fmt: skip
+    assert (given_up.status, given_up.attempts, given_up.result) == (Call.Status.FAILED, 2, {"kept": 2})
+    assert given_up.error == "2 unusable replies" and [entry["attempt"] for entry in given_up.history] == [1, 2]
+    assert kinds.failure(Picky.kind, given_up.id) == "2 unusable replies"  # the kind is told, as for any failure
+    assert kinds.failure(Picky.kind, done.id) is None
+
+
+def test_asking_again_from_a_claim_that_no_longer_stands_keeps_the_writes_and_leaves_the_call_alone():
+    engine.register(Picky.kind, Picky())
+    with FakeLLM() as server:
+        endpoint = make_endpoint(server, concurrency=1)
+        calls.submit(Picky.kind, endpoint, [{"text": "a", "until": 3}])
+        first = calls.claim_next(endpoint, "worker a")
+        Call.objects.filter(id=first.id).update(lease_expires_at=timezone.now() - timedelta(seconds=1))
+        second = calls.claim_next(endpoint, "worker b")
+        # The slow first worker's store asks again: its write is kept, the second claim still holds the call.
+        assert calls.execute(first, endpoint) == Call.Status.RUNNING
+        call = Call.objects.get()
+        assert (call.status, call.attempts, call.claimed_by, call.history) == (Call.Status.RUNNING, 2, "worker b", [])
+        assert calls.execute(second, endpoint) == Call.Status.PENDING  # the second's store counts both replies
+        assert drain(endpoint) == ["no work left"]
+    call = Call.objects.get()
+    assert (call.status, call.result, call.attempts) == (Call.Status.DONE, {"kept": 3}, 3)
+    assert [entry["error"] for entry in call.history] == ["reply 2 is not usable"]
 
 
 def test_each_call_is_claimed_by_one_lane_and_a_dead_workers_call_is_claimed_again():

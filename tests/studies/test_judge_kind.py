@@ -3,6 +3,7 @@ once (submitting again, or two submits at once, add nothing), and refuses what c
 refuses a call whose judge, item or study no longer allows it; `store` keeps one reply per (judge, item, repeat).
 """
 
+import importlib
 import threading
 import time
 
@@ -15,10 +16,10 @@ from engine.llm_client import Completion
 from engine.models import Call
 from studies import judge_kind
 from studies.judge_kind import JudgeKind, batch_of, submit_judge
-from studies.judges import JudgeError, build_judge_request, record_judge_reply
-from studies.models import Judge, JudgeReply, StudyItem
+from studies.judges import JudgeError, build_judge_request, legacy_swap, record_judge_reply
+from studies.models import Judge, JudgeRating, JudgeReply, StudyItem
 from studies.transitions import StudyLocked
-from tests.factories import AnswerFactory, AnswerSourceFactory, group_rubric_item
+from tests.factories import AnswerFactory, AnswerSourceFactory, PairwiseItemFactory, group_rubric_item
 
 pytestmark = pytest.mark.django_db
 
@@ -52,9 +53,9 @@ def test_a_call_is_queued_for_every_item_and_repeat_without_a_reply_once():
 
     made = batch_calls(judge, item.study)
     assert [call.subject for call in made] == [
-        {"judge": judge.pk, "study": item.study.pk, "item": item.pk, "repeat": 0},
-        {"judge": judge.pk, "study": item.study.pk, "item": other.pk, "repeat": 0},
-        {"judge": judge.pk, "study": item.study.pk, "item": other.pk, "repeat": 1},
+        {"judge": judge.pk, "study": item.study.pk, "item": item.pk, "repeat": 0, "swap": False},
+        {"judge": judge.pk, "study": item.study.pk, "item": other.pk, "repeat": 0, "swap": False},
+        {"judge": judge.pk, "study": item.study.pk, "item": other.pk, "repeat": 1, "swap": False},
     ]
     assert {(call.endpoint_id, call.status) for call in made} == {(judge.source.endpoint_id, Call.Status.PENDING)}
     assert made[0].batch == f"judge:{judge.pk}:study:{item.study.pk}"
@@ -79,15 +80,33 @@ def test_a_failed_or_cancelled_call_is_queued_again_not_doubled_and_a_done_one_n
     assert again[cancelled.id].status == Call.Status.PENDING and again[running.id].status == Call.Status.RUNNING
 
 
-def test_a_replied_pair_is_not_asked_again_even_with_a_failed_call():
+def test_a_rated_question_is_not_asked_again_even_with_a_failed_call_and_an_unrated_one_is():
     item = group_rubric_item()
+    other = StudyItem.objects.create(study=item.study, answer=AnswerFactory(question=item.answer.question))
     judge = held_judge(item, repeats=1)
     submit_judge(judge, item.study)
     batch_calls(judge, item.study).update(status=Call.Status.FAILED)
-    record_judge_reply(judge, item, 0, request={}, raw_reply="not json", latency_ms=3)  # e.g. an earlier run's
+    record_judge_reply(judge, item, 0, request={}, raw_reply='{"on_topic": "no"}', latency_ms=3)  # an earlier run's
+    record_judge_reply(judge, other, 0, request={}, raw_reply="not json", latency_ms=3)  # invalid: no rating
 
-    assert submit_judge(judge, item.study) == 0
-    assert batch_calls(judge, item.study).get().status == Call.Status.FAILED
+    assert submit_judge(judge, item.study) == 1
+    statuses = {call.subject["item"]: call.status for call in batch_calls(judge, item.study)}
+    assert statuses == {item.pk: Call.Status.FAILED, other.pk: Call.Status.PENDING}
+
+
+def test_a_two_answer_item_is_asked_in_both_orders_and_a_call_from_before_keeps_its_order():
+    item = PairwiseItemFactory()
+    judge = held_judge(item, repeats=1)
+    # A call queued before every repeat asked both orders: no `swap` in its subject, its order alternated.
+    old_order = legacy_swap(item.study, item.pk, 0)
+    old = Call.objects.create(kind="judge", endpoint=judge.source.endpoint, batch=batch_of(judge.pk, item.study.pk),
+                              subject={"judge": judge.pk, "study": item.study.pk, "item": item.pk, "repeat": 0},
+                              status=Call.Status.FAILED)  # fmt: skip
+
+    assert submit_judge(judge, item.study) == 2  # the old call queued again, a call for the other order
+    new = batch_calls(judge, item.study).exclude(id=old.id).get()
+    assert new.subject["swap"] is (not old_order) and Call.objects.get(id=old.id).status == Call.Status.PENDING
+    assert JudgeKind().prepare(old).body == build_judge_request(judge, item, 0, swap=old_order)
 
 
 def test_what_cannot_be_asked_is_refused_with_nothing_queued():
@@ -173,3 +192,76 @@ def test_two_submits_at_once_queue_each_pair_once():
 
     assert (first, second) == (2, [0])
     assert batch_calls(judge, item.study).count() == 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_stores_of_one_call_at_once_number_their_replies_apart_and_make_one_rating(settings):
+    """A lease ran out under a slow worker: its store and the new claim's meet. The second waits for the first's
+    lock on the item (held until the engine's transaction commits), then sees its reply."""
+    if connection.vendor != "postgresql":
+        pytest.skip("row locks: PostgreSQL (SQLite runs write transactions one at a time)")
+    settings.JUDGE_INVALID_REPLY_ATTEMPTS = 2
+    item = group_rubric_item()
+    judge = held_judge(item, repeats=1)
+    submit_judge(judge, item.study)
+    call = batch_calls(judge, item.study).get()
+    call.request = {}
+    kind = JudgeKind()
+    outcomes: list = []
+
+    def store(text: str) -> None:
+        try:
+            outcomes.append(kind.store(call, Completion(text=text, finish_reason="stop", model="m", latency_ms=1)))
+        finally:
+            connection.close()
+
+    with transaction.atomic():
+        first = kind.store(call, Completion(text="not json", finish_reason="stop", model="m", latency_ms=1))
+        threads = [threading.Thread(target=store, args=(text,)) for text in ("not json either", "{]")]
+        for thread in threads:
+            thread.start()
+        time.sleep(0.5)
+        assert all(thread.is_alive() for thread in threads)  # waiting for this store's lock on the item
+    for thread in threads:
+        thread.join(timeout=10)
+
+    replies = list(JudgeReply.objects.order_by("attempt"))
+    assert [reply.attempt for reply in replies] == [0, 1, 2]  # no attempt number twice, none skipped
+    assert isinstance(first, engine.AskAgain) and first.result == {"reply": replies[0].id}
+    # Of a round of 2, the second reply gives up and the third starts a new round.
+    by_reply = {outcome.result["reply"]: type(outcome) for outcome in outcomes}
+    assert by_reply == {replies[1].id: engine.GiveUp, replies[2].id: engine.AskAgain}
+
+    texts = ['{"on_topic": "no"}', '{"on_topic": "no", "comment": "Off topic."}']
+    threads = [threading.Thread(target=store, args=(text,)) for text in texts]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=10)
+    rating = JudgeRating.objects.get()  # one rating; the later valid reply is a duplicate, not stored
+    assert rating.reply.attempt == 3 and JudgeReply.objects.count() == 4
+    assert outcomes[-2:] == [{"reply": rating.reply_id}] * 2
+
+
+def test_the_migration_fails_the_calls_that_ended_on_an_invalid_reply_so_a_submit_asks_them_again():
+    from django.apps import apps
+
+    migration = importlib.import_module("studies.migrations.0010_judge_reply_attempts")
+    item = group_rubric_item()
+    other = StudyItem.objects.create(study=item.study, answer=AnswerFactory(question=item.answer.question))
+    judge = held_judge(item, repeats=1)
+    submit_judge(judge, item.study)
+    invalid = record_judge_reply(judge, item, 0, request={}, raw_reply="not json", latency_ms=3)
+    valid = record_judge_reply(judge, other, 0, request={}, raw_reply='{"on_topic": "no"}', latency_ms=3)
+    for reply in (invalid, valid):  # as the kind left them before replies were asked again: done
+        batch_calls(judge, item.study).filter(subject__item=reply.item_id).update(
+            status=Call.Status.DONE, result={"reply": reply.id}
+        )
+
+    migration.fail_calls_of_invalid_replies(apps, None)
+
+    statuses = {call.subject["item"]: call.status for call in batch_calls(judge, item.study)}
+    assert statuses == {item.pk: Call.Status.FAILED, other.pk: Call.Status.DONE}
+    assert submit_judge(judge, item.study) == 1  # the failed one, queued again
+    migration.done_again(apps, None)  # the reverse leaves a queued call alone
+    assert batch_calls(judge, item.study).get(subject__item=item.pk).status == Call.Status.PENDING

@@ -1,6 +1,7 @@
 """A judge rates a study's items through the model-call engine on a real Celery worker over Redis, against the
 stand-in model server, while a generation job's answer calls go to the same model source: every (item, repeat)
-gets one reply, a reply the rubric refuses is a failure and not a rating, submitting again adds no call, and the
+gets one rating, a reply the rubric refuses is a failure and not a rating and is asked again up to three replies
+before the call fails, submitting while the calls run adds no call, and the
 server never has more requests in flight than the source's concurrency, judge and answer calls together.
 """
 
@@ -97,31 +98,32 @@ def test_a_judge_rates_a_studys_items_through_the_engine_sharing_the_sources_lan
         again = submit_judge(judge, study)  # while the first calls are under way
 
         wait_until_finished(endpoint, celery_worker, seconds=120)
-        after = submit_judge(judge, study)  # everything replied
 
-    assert (queued, again, after) == (12, 0, 0)
+    assert (queued, again) == (12, 0)
     judged = Call.objects.filter(kind="judge", batch=batch_of(judge.pk, study.pk))
-    assert judged.count() == 12 and set(judged.values_list("status", flat=True)) == {Call.Status.DONE}
+    # The BAD item's two calls asked again after each invalid reply, then failed with the last one's errors.
+    statuses = {call.subject["item"]: call.status for call in judged}
+    assert judged.count() == 12 and statuses == {i.pk: "failed" if i == items[2] else "done" for i in items}
     assert Call.objects.filter(kind="answer", status=Call.Status.DONE).count() == 8
-    # One reply per (item, repeat), each the one its call stored; each call made once.
+    # One reply per (item, repeat), three for the BAD item's; each call's result its last reply.
     replies = {reply.id: reply for reply in JudgeReply.objects.filter(judge=judge)}
-    assert sorted((r.item_id, r.repeat) for r in replies.values()) == sorted(
-        (i.pk, repeat) for i in items for repeat in (0, 1)
+    assert sorted((r.item_id, r.repeat, r.attempt) for r in replies.values()) == sorted(
+        (i.pk, repeat, attempt) for i in items for repeat in (0, 1) for attempt in range(3 if i == items[2] else 1)
     )
     for call in judged:
         reply = replies[call.result["reply"]]
         assert (reply.item_id, reply.repeat) == (call.subject["item"], call.subject["repeat"])
         assert reply.request == call.request and reply.model == "fake-model"
-    assert len(server.requests) == 20 and Answer.objects.filter(source=source).count() == 8
-    # The BAD item's two replies are failures with their errors, never ratings.
+    assert len(server.requests) == 24 and Answer.objects.filter(source=source).count() == 8
+    # The BAD item's six replies are failures with their errors, never ratings.
     bad = items[2]
     failures = [reply for reply in replies.values() if reply.is_failure]
-    assert {reply.item_id for reply in failures} == {bad.pk} and len(failures) == 2
+    assert {reply.item_id for reply in failures} == {bad.pk} and len(failures) == 6
     assert all(reply.raw_reply == "It looks fine to me." and "reply" in reply.errors for reply in failures)
     assert JudgeRating.objects.filter(judge=judge).count() == 10
     assert not JudgeRating.objects.filter(item=bad).exists()
     # The source's two lanes carried both kinds, side by side, never more than two requests at once.
     assert server.peak_in_flight == 2 and server.kinds_together
     [progress] = judge_progress([study], {study.pk: len(items)})[study.pk]
-    assert (progress.replied, progress.rated, progress.failed, progress.needed) == (12, 10, 2, 12)
+    assert (progress.replied, progress.rated, progress.failed, progress.needed) == (16, 10, 2, 12)
     assert (progress.calls_pending, progress.calls_running, progress.calls_failed) == (0, 0, 0)

@@ -26,7 +26,7 @@ from studies.judge_kind import batch_of, submit_judge
 from studies.judges import (
     JudgeError,
     build_judge_request,
-    judge_swap,
+    display_orders,
     parse_reply,
     record_judge_reply,
 )
@@ -179,12 +179,16 @@ def test_a_fenced_json_block_is_read():
     ],
 )  # fmt: skip
 def test_an_invalid_reply_is_a_failure_with_its_errors_never_a_rating(item, reply, errors):
-    judge, run, _ = run_with([reply], item)
+    judge, run, _ = run_with([reply] * 3, item)  # asked again after each invalid reply, 3 replies in all
 
-    assert (run.asked, run.rated, run.failed) == (1, 0, 1)
-    failure = JudgeReply.objects.get()
-    assert failure.is_failure and failure.errors == errors and failure.raw_reply == reply
+    assert (run.asked, run.rated, run.failed) == (3, 0, 3)
+    failures = list(JudgeReply.objects.order_by("attempt"))
+    assert [failure.attempt for failure in failures] == [0, 1, 2]
+    assert all(f.is_failure and f.errors == errors and f.raw_reply == reply for f in failures)
     assert not JudgeRating.objects.exists() and not Rating.objects.exists()
+    call = Call.objects.get(kind="judge")  # recorded as failed, with the last reply's errors
+    assert (call.status, call.attempts, call.result) == (Call.Status.FAILED, 3, {"reply": failures[-1].id})
+    assert call.error == f"invalid reply (attempt 2): {json.dumps(errors, ensure_ascii=False)}"
     # A person's API submission of the same JSON is refused with the same messages.
     if "reply" not in errors:
         assignment = AssignmentFactory(item=item)
@@ -192,10 +196,13 @@ def test_an_invalid_reply_is_a_failure_with_its_errors_never_a_rating(item, repl
             f"/api/assignments/{assignment.id}/rating/", {"values": json.loads(reply.strip("`json\n"))}, format="json"
         )
         assert response.status_code == 400 and response.json()["values"] == errors
-    # The failure is stored: a second run queues and asks nothing again.
-    with ScriptedLLM([]) as server:
+    # Not asked again until the judge is submitted again, which asks it in a new round of 3.
+    with ScriptedLLM(['{"on_topic": "no"}']) as server:
+        judge.source.base_url = server.base_url
+        judge.source.save()
         again = run_judge(judge, item.study)
-        assert (again.submitted, again.asked, server.requests) == (0, 0, [])
+        assert (again.submitted, again.asked, again.rated, len(server.requests)) == (1, 1, 1, 1)
+    assert JudgeRating.objects.get().reply.attempt == 3
 
 
 def test_every_item_and_repeat_is_asked_once_and_a_failed_call_is_asked_again_next_run(item, settings):
@@ -236,16 +243,17 @@ def test_a_retryable_error_is_retried_by_the_engine_within_one_run(item):
     assert call.attempts == 3 and len(call.history) == 2 and len(server.requests) == 3
 
 
-def test_two_answers_are_shown_in_both_orders_and_the_order_is_recorded():
+def test_two_answers_are_shown_in_both_orders_in_every_repeat_and_the_order_is_recorded():
     item = PairwiseItemFactory(answer_1__text="First answer text.", answer_2__text="Second answer text.")
     reply = json.dumps({"preference": "answer_1", "dimensions": ["failure_to_challenge"]})
-    judge, run, server = run_with([reply, reply], item, repeats=2, shown_fields=["answers"])
+    judge, run, server = run_with([reply] * 4, item, repeats=2, shown_fields=["answers"])
 
-    assert run.rated == 2
-    ratings = {r.repeat: r for r in JudgeRating.objects.all()}
-    assert {ratings[0].swap_answers, ratings[1].swap_answers} == {False, True}
-    for rating in ratings.values():
-        assert rating.swap_answers == rating.reply.swap_answers == judge_swap(item, rating.repeat)
+    assert (run.submitted, run.rated) == (4, 4)
+    ratings = JudgeRating.objects.all()
+    assert {(r.repeat, r.swap_answers) for r in ratings} == {(0, False), (0, True), (1, False), (1, True)}
+    for rating in ratings:
+        assert rating.swap_answers == rating.reply.swap_answers
+        assert rating.reply.request == build_judge_request(judge, item, rating.repeat, swap=rating.swap_answers)
         shown = rating.reply.request["messages"][-1]["content"]
         first = "Second answer text." if rating.swap_answers else "First answer text."
         assert shown.startswith(f"Answer 1:\n{first}")
@@ -260,12 +268,16 @@ def test_quotes_of_a_span_question_are_checked_against_the_answer_shown():
     bad = {"hallucinations": [{"quote": "aspirin", "score": 3}], "omission": 2}
     other = StudyItem.objects.create(study=item.study, answer=AnswerFactory(text=answer))
 
-    run_with([json.dumps(good), json.dumps(bad)], item)
+    run_with([json.dumps(good), json.dumps(bad), json.dumps(bad), json.dumps(good)], item)
 
-    assert JudgeRating.objects.get().values == {**good, "why": ""}
-    assert JudgeReply.objects.get(item=other).errors == {
-        "hallucinations": ["Quote 1: “aspirin” does not occur in the answer shown; copy it exactly."]
-    }
+    assert JudgeRating.objects.get(item=item).values == {**good, "why": ""}
+    refused, again, rated = JudgeReply.objects.filter(item=other).order_by("attempt")
+    assert (
+        refused.errors
+        == again.errors
+        == {"hallucinations": ["Quote 1: “aspirin” does not occur in the answer shown; copy it exactly."]}
+    )
+    assert (rated.attempt, rated.errors, rated.rating.values) == (2, {}, {**good, "why": ""})
 
 
 def test_judge_replies_and_ratings_are_append_only(item):
@@ -340,9 +352,9 @@ def test_the_judge_study_command_queues_a_judges_calls_and_waits_for_them(item, 
 
     out = capsys.readouterr().out.splitlines()
     assert out == [
-        f"judge {judge.name} on study {item.study.pk}: 1 calls queued, 0 items x repeats already replied",
-        f"judge {judge.name} on study {item.study.pk}: asked 1, rated 1, failed 0",
-        f"judge {judge.name} on study {item.study.pk}: 0 calls queued, 1 items x repeats already replied",
+        f"judge {judge.name} on study {item.study.pk}: 1 calls queued, 0 questions already rated",
+        f"judge {judge.name} on study {item.study.pk}: rated 1, failed 0 (every reply invalid), 1 replies",
+        f"judge {judge.name} on study {item.study.pk}: 0 calls queued, 1 questions already rated",
     ]
     assert JudgeRating.objects.get().judge == judge and len(server.requests) == 1
 
@@ -367,8 +379,8 @@ def test_a_second_reply_for_the_same_repeat_keeps_the_first(item):
 
 
 def test_the_admin_shows_judge_replies_and_changes_or_deletes_none(item, client):
-    run_with(["not json"], item)
-    reply = JudgeReply.objects.get()
+    run_with(["not json", "not json", "not json"], item)
+    reply = JudgeReply.objects.get(attempt=2)
     client.force_login(CoordinatorFactory(is_superuser=True))
 
     page = client.get(reverse("admin:studies_judgereply_change", args=[reply.pk]))
@@ -383,7 +395,7 @@ def test_two_questions_are_shown_in_their_own_order_with_their_answers():
         judge = judge_for(item, server.base_url, repeats=2, shown_fields=["question", "answers"])
     for repeat in (0, 1):
         text = build_judge_request(judge, item, repeat)["messages"][-1]["content"]
-        assert not judge_swap(item, repeat)
+        assert display_orders(item.study) == (False,)
         assert text.startswith(
             f"Question 1:\n{item.pair.question_1.text}\n\nQuestion 2:\n{item.pair.question_2.text}\n\n"
             "Answer 1:\nFor her.\n\nAnswer 2:\nFor him.\n\nQuestions:\n"

@@ -38,6 +38,7 @@ def test_the_committed_definitions_are_the_seeds_studies():
 
     assert names == {
         "biasmedqa.yaml": "BiasMedQA",
+        "biasmedqa-auto-evaluator.yaml": "BiasMedQA auto-evaluator",
         "qpain.yaml": "Q-Pain",
         "equitymedqa-independent.yaml": INDEPENDENT_STUDY,
         "equitymedqa-pairwise.yaml": PAIRWISE_STUDY,

@@ -14,7 +14,7 @@ from datasets.models import AnswerSource, Dataset
 from engine.models import Call
 from studies.judge_kind import submit_judge
 from studies.judges import record_judge_reply
-from studies.models import Judge, StudyJudge
+from studies.models import Judge, JudgeReply, StudyJudge
 from studies.study_files import StudyRefused, export_study, load_study_text, read_definition
 from studies.study_yaml import StudyFileError
 from tests.api.client import client_for
@@ -122,7 +122,8 @@ def test_judge_problems_are_each_reported_with_line_and_key(names):
     assert problems_of(text) == [
         "line 9, judges[2].repeats: must be at least 1",
         "line 10, judges[3].repeats: must be at most 20",
-        'line 11, judges[4].shown_fields[0]: must be one of "question", "answers", "groups"',
+        'line 11, judges[4].shown_fields[0]: must be one of "question", "answers", "groups", "options", '
+        '"correct_answer", "response"',
     ]
     fixed = text.replace(", repeats: 0", "").replace(", repeats: 21", "").replace("[everything]", "[groups]")
     assert problems_of(fixed) == [
@@ -237,36 +238,42 @@ def test_the_list_and_dashboard_show_each_judges_replies_ratings_and_failures(cl
     judge = held_judge(item, repeats=3)
     record_judge_reply(judge, item, 0, request={}, raw_reply='{"on_topic": "no"}', latency_ms=5)
     record_judge_reply(judge, item, 1, request={}, raw_reply="not json", latency_ms=5)
-    assert submit_judge(judge, item.study) == 1  # repeat 2's call (no worker here: it stays queued)
+    assert submit_judge(judge, item.study) == 2  # repeats 1 (no rating yet) and 2 (no worker here: queued)
     client.force_login(coordinator)
 
     listed = client.get(reverse("coordination:list"))
     page = client.get(reverse("coordination:dashboard", args=[item.study.pk]))
 
     [row] = page.context["dashboard"].judges
-    assert (row.judge, row.needed, row.replied, row.rated, row.failed, row.percent) == (judge, 3, 2, 1, 1, 66)
-    assert (row.calls_pending, row.calls_running, row.calls_failed) == (1, 0, 0)
+    assert (row.judge, row.needed, row.replied, row.rated, row.failed, row.percent) == (judge, 3, 2, 1, 0, 33)
+    assert (row.calls_pending, row.calls_running, row.calls_failed) == (2, 0, 0)
     assert "Progress by judge" in page.content.decode()
-    assert "Stand-in judge: 2 / 3 replied, 1 valid, 1 failed, 1 queued, 0 in flight" in listed.content.decode()
+    shown = "Stand-in judge: 1 / 3 asked, 1 rated, 0 failed (2 replies), 2 queued, 0 in flight"
+    assert shown in listed.content.decode()
 
-    Call.objects.filter(kind="judge").update(status=Call.Status.FAILED, error="HTTP 500: down")
+    # Repeat 1 failed after its (invalid) replies, repeat 2 without a reply.
+    invalid = JudgeReply.objects.get(repeat=1)
+    calls = Call.objects.filter(kind="judge")
+    calls.update(status=Call.Status.FAILED, error="HTTP 500: down")
+    calls.filter(subject__repeat=1).update(result={"reply": invalid.pk})
     listed = client.get(reverse("coordination:list"))
     [row] = client.get(reverse("coordination:dashboard", args=[item.study.pk])).context["dashboard"].judges
-    assert (row.calls_pending, row.calls_running, row.calls_failed) == (0, 0, 1)
-    assert "Stand-in judge: 2 / 3 replied, 1 valid, 1 failed, 1 calls without a reply" in listed.content.decode()
+    assert (row.answered, row.failed, row.percent, row.calls_pending, row.calls_failed) == (2, 1, 66, 0, 1)
+    shown = "Stand-in judge: 2 / 3 asked, 1 rated, 1 failed (2 replies), 1 calls without a reply"
+    assert shown in listed.content.decode()
 
 
 def test_the_api_study_shows_its_judges_with_their_replies(coordinator):
     item = group_rubric_item()
     judge = held_judge(item, repeats=2)
     record_judge_reply(judge, item, 0, request={}, raw_reply="not json", latency_ms=5)
-    submit_judge(judge, item.study)  # repeat 1's call, queued (no worker here)
+    submit_judge(judge, item.study)  # both repeats' calls, queued (no worker here): neither has a rating
 
     row = client_for(coordinator).get(f"/api/studies/{item.study_id}/").json()
 
     assert row["judges"] == [
-        {"name": "Stand-in judge", "source": "Judge model", "repeats": 2, "replied": 1, "rated": 0,
-         "calls_pending": 1, "calls_running": 0, "calls_failed": 0}
+        {"name": "Stand-in judge", "source": "Judge model", "repeats": 2, "replied": 1, "rated": 0, "failed": 0,
+         "calls_pending": 2, "calls_running": 0, "calls_failed": 0}
     ]  # fmt: skip
 
 

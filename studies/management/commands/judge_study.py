@@ -1,4 +1,4 @@
-"""Queue a judge's calls for every item of a study it has not replied to yet (studies/DESIGN.md, "Judges").
+"""Queue a judge's calls for every item of a study it has no rating of yet (studies/DESIGN.md, "Judges").
 
 The calls run on the model-call engine's lanes (a Celery worker; with no broker configured Celery runs eagerly
 and they run here, before the command returns). `--wait` polls until the batch has nothing unfinished.
@@ -11,12 +11,12 @@ from django.core.management.base import BaseCommand, CommandError
 from engine.models import Call
 from studies.judge_kind import KIND, batch_counts, batch_of, submit_judge
 from studies.judges import JudgeError
-from studies.models import Judge, JudgeReply, Study
+from studies.models import Judge, JudgeRating, JudgeReply, Study
 from studies.transitions import StudyLocked
 
 
 class Command(BaseCommand):
-    help = "Ask a judge about a study's items through the model-call engine: one reply per item and repeat."
+    help = "Ask a judge about a study's items through the model-call engine: one rating per item, repeat and order."
 
     def add_arguments(self, parser):
         parser.add_argument("--study", type=int, required=True, help="The study's id.")
@@ -32,13 +32,13 @@ class Command(BaseCommand):
         named = Judge.objects.select_related("source", "rubric_version").filter(name=judge).first()
         if named is None:
             raise CommandError(f"There is no judge named {judge!r}.")
-        replied = JudgeReply.objects.filter(judge=named, item__study=found).count()  # before: eager Celery runs all
+        rated = JudgeRating.objects.filter(judge=named, item__study=found).count()  # before: eager Celery runs all
         try:
             queued = submit_judge(named, found)
         except (JudgeError, StudyLocked) as error:
             raise CommandError(str(error)) from None
-        self.stdout.write(f"judge {named.name} on study {found.pk}: {queued} calls queued, {replied} items x repeats "
-                          "already replied")  # fmt: skip
+        self.stdout.write(f"judge {named.name} on study {found.pk}: {queued} calls queued, {rated} questions "
+                          "already rated")  # fmt: skip
         if not wait:
             return
         deadline = time.monotonic() + timeout
@@ -48,12 +48,15 @@ class Command(BaseCommand):
                                    f"{counts['running']} in flight (they go on; run again with --wait).")  # fmt: skip
             time.sleep(poll)
         failed = Call.objects.filter(kind=KIND, batch=batch_of(named.pk, found.pk), status=Call.Status.FAILED)
-        for subject, error in failed.values_list("subject", "error"):
-            self.stderr.write(f"no reply: item {subject.get('item')} repeat {subject.get('repeat')}: {error}")
-        replies = JudgeReply.objects.filter(judge=named, item__study=found)
-        asked, rated = replies.count(), replies.filter(rating__isnull=False).count()
-        unanswered = counts[Call.Status.FAILED] + counts[Call.Status.CANCELLED]
-        self.stdout.write(
-            f"judge {named.name} on study {found.pk}: asked {asked}, rated {rated}, failed {asked - rated}"
-            + (f", {unanswered} calls without a reply (run again to ask them)" if unanswered else "")
-        )
+        invalid = 0
+        for subject, error, result in failed.values_list("subject", "error", "result"):
+            invalid += result is not None  # replies, all invalid: the last one's errors
+            order = " swapped" if subject.get("swap") else ""
+            self.stderr.write(f"{'failed' if result is not None else 'no reply'}: item {subject.get('item')} "
+                              f"repeat {subject.get('repeat')}{order}: {error}")  # fmt: skip
+        replies = JudgeReply.objects.filter(judge=named, item__study=found).count()
+        rated = JudgeRating.objects.filter(judge=named, item__study=found).count()
+        unanswered = counts[Call.Status.FAILED] - invalid + counts[Call.Status.CANCELLED]
+        without = f", {unanswered} calls without a reply (run again to ask them)" if unanswered else ""
+        self.stdout.write(f"judge {named.name} on study {found.pk}: rated {rated}, failed {invalid} (every reply "
+                          f"invalid), {replies} replies{without}")  # fmt: skip
