@@ -10,6 +10,11 @@ rating rows (kinds `human` and `judge`) into their long label frame and picks th
 - Levels: the factor levels of the item's question (`levels` JSON), one column per factor found, so agreement and
   the equity audit are computed per level of each.
 - Attention checks are left out (they are not the study's items).
+- References: labels someone else made (a study file's `references`, read from a scorer's scores by the caller)
+  join as one more pool of people: kind `human`, `who` and `pool` the reference's name, so agreement.csv has
+  judge-vs-reference rows (rater_b the name, rater_b_kind `human`) and the page shows them beside the pools.
+- Judge-assisted rows say in `note` whether people's items were a random slice by design (the study file's
+  `human_slice`): PPI's interval assumes they were.
 - Judge-assisted estimates need a positive label per field: the question's `positive` options when its rubric
   names them, else EquityMedQA's "any bias" (`minor_bias`, `severe_bias`, `yes`, as `analysis.outcomes` counts
   it); a field with neither gets no rows.
@@ -35,6 +40,43 @@ SWAPPED_POSITION = {"answer_1": "answer_2", "answer_2": "answer_1"}
 ANY_BIAS = ("minor_bias", "severe_bias", "yes")
 KNOWN_POSITIVE: Mapping[str, tuple[str, ...]] = {"bias_presence": ANY_BIAS}
 POSITIVE = "1"
+
+
+NOT_RANDOM = "people's items were not drawn at random: PPI's interval assumes they were"
+REFERENCE_COLUMNS = ["item", "who", "field", "value"]
+
+
+def slice_note(human_slice: Mapping[str, object] | None) -> str:
+    """Whether people's items are a random slice by design (the study file's `human_slice`), in words."""
+    if not human_slice:
+        return NOT_RANDOM
+    seed = human_slice.get("seed", 0)
+    if "items" in human_slice:
+        return f"random slice of {human_slice['items']} items, seed {seed}"
+    percent = round(float(str(human_slice["share"])) * 100, 4)
+    return f"random slice of {percent:g}%, seed {seed}"
+
+
+def with_references(results: pd.DataFrame, references: pd.DataFrame) -> pd.DataFrame:
+    """The results table with the reference labels (`REFERENCE_COLUMNS`: item, the reference's name, field, the
+    label) as rating rows of one more pool: kind `human`, `who` and `pool` the name, the item's levels."""
+    if references.empty:
+        return results
+    levels = results.dropna(subset=["item"]).drop_duplicates("item").set_index("item")["levels"]
+    rows = pd.DataFrame(
+        {
+            "item": references["item"].astype("int64"),
+            "who": references["who"].astype(str),
+            "kind": HUMAN,
+            "pool": references["who"].astype(str),
+            "field": references["field"].astype(str),
+            "value": references["value"].astype(str),
+            "swapped": False,
+            "attention_check": False,
+        }
+    )
+    rows["levels"] = rows["item"].map(levels)
+    return pd.concat([results, rows], ignore_index=True)
 
 
 @dataclass(frozen=True)
@@ -102,17 +144,33 @@ def _binary(labels: pd.DataFrame, positives: Mapping[str, tuple[str, ...]]) -> p
 
 
 def judge_report(
-    results: pd.DataFrame, definition: Mapping[str, object], *, study: str, seed: int = 0, resamples: int = 1000
+    results: pd.DataFrame,
+    definition: Mapping[str, object],
+    *,
+    study: str,
+    seed: int = 0,
+    resamples: int = 1000,
+    human_slice: Mapping[str, object] | None = None,
+    references: Sequence[str] = (),
 ) -> JudgeReport | None:
-    """The study's two judge tables, or None when no field was rated by both people and a judge."""
+    """The study's two judge tables, or None when no field was rated by both people and a judge. `references`:
+    the pools that are labels made elsewhere (never a random slice); `human_slice`: the people's slice."""
     fields = rated_fields(definition)
     labels, factors = judge_labels(results, list(fields))
     if labels.empty or not has_judges_and_people(labels):
         return None
     agreement = agreement_table(labels, study=study, factors=factors, seed=seed, resamples=resamples)
+    # A reference is one set of labels, not people who could agree with one another.
+    own = agreement["rater_a"].isin(list(references)) & (agreement["rater_a_kind"] == HUMAN)
+    agreement = agreement[~own].reset_index(drop=True)
     binary = _binary(labels, fields)
     if binary.empty or not has_judges_and_people(binary):
         assisted = pd.DataFrame(columns=JUDGE_ASSISTED_COLUMNS)
     else:
         assisted = judge_assisted_table(binary, study=study, factors=factors, positive=POSITIVE)
+        assisted["note"] = [
+            "; ".join(part for part in (str(note or ""), NOT_RANDOM if pool in references else slice_note(human_slice))
+                      if part)
+            for note, pool in zip(assisted["note"], assisted["pool"], strict=True)
+        ]  # fmt: skip
     return JudgeReport(agreement, assisted, factors, tuple(fields))

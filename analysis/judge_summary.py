@@ -216,7 +216,8 @@ def assisted_rows(assisted: pd.DataFrame) -> list[AssistedRow]:
         n_human = int(_float(human.get("n_human")) or 0)
         equivalent = _float(ppi.get("n_human_equivalent"))
         saved = None if equivalent is None else max(0, round(equivalent) - n_human)
-        notes = sorted({str(row["note"]) for row in by_method.values() if row["note"]})
+        # Each method's note ends with the same slice note: its parts once each.
+        notes = dict.fromkeys(part for row in by_method.values() for part in str(row["note"] or "").split("; ") if part)
         n_judge = int(_float((by_method.get("judge_only") or {}).get("n_judge")) or 0)
         found.append(AssistedRow(str(field_name), str(judge), str(pool), str(level), n_human, n_judge, tuple(cells),
                                  saved, "; ".join(notes)))  # fmt: skip

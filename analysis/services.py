@@ -79,14 +79,16 @@ def has_rating_tables(study: Study | None) -> bool:
 
 
 def judge_report(study: Study, *, seed: int = 0):
-    """The study's judge tables (`analysis.judge_report`) when people and a judge rated its rubric, else None."""
+    """The study's judge tables (`analysis.judge_report`) when people (or the labels its file names as references)
+    and a judge rated its rubric, else None."""
+    from .judge_references import judge_report_inputs
     from .judge_report import judge_report as report_of
     from .results import HUMAN, JUDGE, results_table
 
     if study.rubric_version_id is None or not JudgeRating.objects.filter(item__study=study).exists():
         return None
-    results = results_table(study, kinds=(HUMAN, JUDGE))
-    return report_of(results, study.rubric_version.definition, study=study.name, seed=seed)
+    results, options = judge_report_inputs(study, results_table(study, kinds=(HUMAN, JUDGE)))
+    return report_of(results, study.rubric_version.definition, study=study.name, seed=seed, **options)
 
 
 def compute_plans(

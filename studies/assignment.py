@@ -8,6 +8,7 @@ met exactly: an assignment is made by taking a free slot, under a row lock. Two 
 Both never give a rater the same item twice, nor an item with an answer they wrote.
 """
 
+import hashlib
 import heapq
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -139,18 +140,46 @@ def _latest_answers(dataset_ids, source_ids) -> dict[tuple[int, int], int]:
     return {(question, source): answer for question, source, answer in rows.iterator(chunk_size=BATCH)}
 
 
+def human_slice(study: Study) -> dict | None:
+    """The study file's `human_slice` ({share or items, seed}), or None: people rate every item."""
+    definition = study.definition if isinstance(study.definition, dict) else {}
+    return definition.get("human_slice")
+
+
+def slice_rank(seed: int, item_id: int) -> bytes:
+    """An item's key in the seeded draw: a hash of (seed, item), so the order is a random permutation that the
+    same seed gives again, and an item's key does not change when other items are added."""
+    return hashlib.sha256(f"{seed}:{item_id}".encode()).digest()
+
+
+def sliced_item_ids(item_ids: list[int], chosen: dict) -> set[int]:
+    """The items people rate: the first `items` (or `share` of them, rounded, at least one) in the seeded draw."""
+    share = chosen.get("share", 0)
+    wanted = chosen["items"] if "items" in chosen else max(1, round(share * len(item_ids))) if item_ids else 0
+    seed = chosen.get("seed", 0)
+    return set(sorted(item_ids, key=lambda item_id: slice_rank(seed, item_id))[:wanted])
+
+
 def create_slots(*, study: Study) -> int:
-    """One slot per (item, pool, replication index); idempotent, and a raised replication adds slots."""
+    """One slot per (item, pool, replication index); idempotent, and a raised replication adds slots. With a human
+    slice (the study file's `human_slice`), only the items of the slice get slots: the only place people's items
+    are chosen (assign_study and claim_items take slots)."""
     created = 0
+    chosen = human_slice(study)
+    sliced = None
+    if chosen is not None:
+        sliced = sliced_item_ids(list(study.items.values_list("id", flat=True)), chosen)
     for study_pool in study.study_pools.all():
         if connection.vendor == "postgresql":
-            created += _insert_slots_postgresql(study, study_pool)
+            created += _insert_slots_postgresql(study, study_pool, sliced)
             continue
         have = dict(
             Slot.objects.filter(study=study, pool_id=study_pool.pool_id).values_list("item_id").annotate(n=Max("index"))
         )
         batch = []
         for item_id in study.items.values_list("id", flat=True).iterator(chunk_size=BATCH):
+            if sliced is not None and item_id not in sliced:
+                continue
             start = have[item_id] + 1 if item_id in have else 0
             batch.extend(Slot(study=study, item_id=item_id, pool_id=study_pool.pool_id, index=i)
                          for i in range(start, study_pool.replication))  # fmt: skip
@@ -161,19 +190,21 @@ def create_slots(*, study: Study) -> int:
     return created
 
 
-def _insert_slots_postgresql(study: Study, study_pool) -> int:
+def _insert_slots_postgresql(study: Study, study_pool, sliced: set[int] | None) -> int:
     # Hundreds of thousands of slots: one INSERT ... SELECT instead of Python objects, then fresh planner
     # statistics so that claims walk the free-slot index.
+    in_slice = "" if sliced is None else "AND item.id = ANY(%s)"
     with connection.cursor() as cursor:
         cursor.execute(
             f"""
             INSERT INTO {Slot._meta.db_table} (study_id, item_id, pool_id, index, shuffle_key)
             SELECT %s, item.id, %s, g.index, floor(random() * 2147483647)::int
             FROM {StudyItem._meta.db_table} AS item CROSS JOIN generate_series(0, %s - 1) AS g(index)
-            WHERE item.study_id = %s
+            WHERE item.study_id = %s {in_slice}
             ON CONFLICT (item_id, pool_id, index) DO NOTHING
             """,
-            [study.id, study_pool.pool_id, study_pool.replication, study.id],
+            [study.id, study_pool.pool_id, study_pool.replication, study.id]
+            + ([] if sliced is None else [sorted(sliced)]),
         )
         created = cursor.rowcount
         if created > 10_000:

@@ -5,7 +5,8 @@ The rubric is `rubric_defaults.AUTO_EVALUATOR` (one question, `is_correct`: True
 recipe the prompt itself (`studies/definitions/biasmedqa-auto-evaluator.yaml`). The import stores each released
 label as the score `released` v1 with the label's origin (`first_char_match`, or `auto_eval_gpt-3.5` for the
 responses gpt-3.5-turbo-0613 labelled); `label_pairs` lines those up with the judge's ratings of the same
-answers. The agreement statistics are computed elsewhere (analysis), from these pairs.
+answers. The agreement statistics are computed elsewhere (analysis): the study file names the same labels as a
+reference (`references`), which the judge report and page set beside the judge (analysis/judge_references.py).
 """
 
 from dataclasses import dataclass

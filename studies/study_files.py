@@ -133,7 +133,9 @@ class _Checker:
         self.conditions()
         self.scorers()
         self.rubric()
+        self.human_slice()
         self.judges()
+        self.references()
         self.plans()
         url = self.definition["rating"]["panel_return_url"]
         if url:
@@ -309,6 +311,64 @@ class _Checker:
                 if in_use:
                     self.problem((*path, "name"), in_use)
         self.duplicates("judges", lambda entry: entry["name"])
+
+    def human_slice(self) -> None:
+        """People's random slice: a share above 0 or a number of items, not both, of a study with rater pools."""
+        chosen = self.definition.get("human_slice")
+        if chosen is None:
+            return
+        if "share" in chosen and "items" in chosen:
+            self.problem(("human_slice",), "give either a share of the items or a number of items, not both")
+        elif "share" not in chosen and "items" not in chosen:
+            self.problem(("human_slice",), "give a share of the items (share: 0.2) or a number of items (items: 500)")
+        elif "share" in chosen and not chosen["share"] > 0:
+            self.problem(("human_slice", "share"), "must be above 0 (people rate some of the items)")
+        if not self.definition["pools"] and "pools" not in self.skip:
+            self.problem(("human_slice",), "a human slice is what rater pools rate: give the study pools, or no slice")
+
+    def references(self) -> None:
+        """Each reference answers a single-valued question of the study's rubric, which shows one answer (a score
+        is of one answer), with that question's options, from a known scorer."""
+        entries = self.definition.get("references", [])
+        version = self.resolved.rubric_version
+        if entries and self.definition["rubric"] is None and "rubric" not in self.skip:
+            self.problem(("references",), "references are compared with the judges on the study's rubric: give "
+                         "the study a rubric, or no references")  # fmt: skip
+        known = set(scorers.SCORERS) | set(scorers.IMPORTED_SCORES)
+        questions = {}
+        if version is not None:
+            if entries and version.display != "one_answer":
+                self.problem(("references",), "a score is of one answer: references need a rubric showing one "
+                             f"answer, not {version.display!r}")  # fmt: skip
+            questions = {q["key"]: q for q in version.definition.get("questions", []) if q.get("type") == "single"}
+        pools = {entry["pool"] for entry in self.definition["pools"]}
+        for index, entry in enumerate(entries):
+            path = ("references", index)
+            if (entry["scorer"], entry["version"]) not in known:
+                self.problem((*path, "scorer"), f"no scorer {entry['scorer']!r} at version {entry['version']}")
+            if entry["name"] in pools:
+                self.problem((*path, "name"), f"{entry['name']!r} is a rater pool of the study: name the labels "
+                             "another way")  # fmt: skip
+            for key in entry["where"]:
+                if not FACTOR_NAME.fullmatch(key):
+                    self.problem((*path, "where", key), "a key of a score's value is letters, digits and single "
+                                 "underscores")  # fmt: skip
+            if not entry["values"]:
+                self.problem((*path, "values"), "name the question's option of at least one score outcome")
+            if version is None:
+                continue
+            question = questions.get(entry["field"])
+            if question is None:
+                asked = ", ".join(questions) or "none"
+                self.problem((*path, "field"), f"the rubric has no single-choice question {entry['field']!r} "
+                             f"(its single-choice questions: {asked})")  # fmt: skip
+                continue
+            options = [option["key"] for option in question.get("options", [])]
+            for outcome, option in entry["values"].items():
+                if option not in options:
+                    self.problem((*path, "values", outcome), f"{option!r} is not an option of {entry['field']!r} "
+                                 f"(its options: {', '.join(options)})")  # fmt: skip
+        self.duplicates("references", lambda entry: (entry["name"], entry["field"]))
 
     def plans(self) -> None:
         known = known_plans()

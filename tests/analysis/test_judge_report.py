@@ -10,7 +10,7 @@ import pytest
 from django.core.management import call_command
 
 from analysis.judge_agreement import AGREEMENT_COLUMNS
-from analysis.judge_report import judge_labels, rated_fields
+from analysis.judge_report import NOT_RANDOM, judge_labels, rated_fields, slice_note
 from analysis.results import results_table
 from studies.judges import record_judge_reply
 from studies.models import Judge
@@ -132,3 +132,23 @@ def test_no_judge_tables_without_judge_ratings(tmp_path):
     rate(item, OnboardedRaterFactory(pool="physician").rater_profile, independent("no_bias"))
     call_command("analyze", "--study", str(study.pk), "--out", str(tmp_path))
     assert not (tmp_path / "agreement.csv").exists() and not (tmp_path / "judge_assisted.csv").exists()
+
+
+def test_judge_assisted_rows_say_whether_peoples_items_were_a_random_slice(judged_study, tmp_path):
+    call_command("analyze", "--study", str(judged_study.pk), "--out", str(tmp_path / "unplanned"))
+    assisted = pd.read_csv(tmp_path / "unplanned" / "judge_assisted.csv", keep_default_na=False)
+    assert len(assisted) and all(NOT_RANDOM in note for note in assisted["note"])
+
+    judged_study.definition = {"human_slice": {"share": 0.2, "seed": 7}}  # as a study file states it
+    judged_study.save(update_fields=["definition"])
+    call_command("analyze", "--study", str(judged_study.pk), "--out", str(tmp_path / "planned"))
+    assisted = pd.read_csv(tmp_path / "planned" / "judge_assisted.csv", keep_default_na=False)
+    assert len(assisted) and all("random slice of 20%, seed 7" in note for note in assisted["note"])
+    assert not any(NOT_RANDOM in note for note in assisted["note"])
+
+
+def test_the_slice_note_names_the_share_or_the_number_of_items():
+    assert slice_note({"share": 0.2, "seed": 7}) == "random slice of 20%, seed 7"
+    assert slice_note({"share": 0.125, "seed": 0}) == "random slice of 12.5%, seed 0"
+    assert slice_note({"items": 500, "seed": 3}) == "random slice of 500 items, seed 3"
+    assert slice_note(None) == NOT_RANDOM == "people's items were not drawn at random: PPI's interval assumes they were"

@@ -13,6 +13,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.test import TestCase
 
+from analysis.judge_summary import estimate_text
 from datasets.importers.questions import QuestionOptions
 from datasets.models import AnswerSource
 from datasets.services import import_questions
@@ -21,6 +22,7 @@ from studies.auto_evaluator import label_pairs
 from studies.judges import build_judge_request
 from studies.models import Judge, JudgeRating, Study
 from studies.rubric_defaults import AUTO_EVALUATOR_INSTRUCTIONS, AUTO_EVALUATOR_RUBRIC
+from tests.factories import AnalystFactory
 from tests.llm_server import FakeLLM
 
 pytestmark = pytest.mark.django_db
@@ -58,14 +60,14 @@ def llama_responses(shared_datasets, tmp_path) -> Path:
     return path
 
 
-def test_the_auto_evaluator_judge_rates_every_released_response_and_its_labels_line_up(shared_datasets,
-                                                                                       llama_responses):  # fmt: skip
+def judged_by_the_stand_in(shared_datasets, llama_responses, out: io.StringIO) -> tuple[Study, Judge]:
+    """The committed study file loaded, llama-2-70b-chat's released responses of qid 0-49 imported into it, an
+    item made of each, and the stand-in judge run over them (eager engine)."""
     medqa = shared_datasets / "biasmedqa" / "questions" / "test.jsonl"
     import_questions(data=medqa.read_bytes(), filename=medqa.name, options=QuestionOptions(format="medqa"))
     with FakeLLM() as server:
         AnswerSource.objects.create(name="Stand-in model (demo)", kind="model", model_name="stand-in",
                                     base_url=server.base_url, concurrency=2)  # fmt: skip
-        out = io.StringIO()
         call_command("load_study", str(DEFINITION), stdout=out)
         study = Study.objects.get(name="BiasMedQA auto-evaluator")
         assert study.rubric_version.rubric.name == AUTO_EVALUATOR_RUBRIC and not study.items.exists()
@@ -74,6 +76,13 @@ def test_the_auto_evaluator_judge_rates_every_released_response_and_its_labels_l
         judge = Judge.objects.get(name="BiasMedQA auto-evaluator (stand-in)")
         with TestCase.captureOnCommitCallbacks(execute=True):  # eager Celery: the lanes run as the submit commits
             call_command("judge_study", "--study", str(study.pk), "--judge", judge.name, stdout=out)
+    return study, judge
+
+
+def test_the_auto_evaluator_judge_rates_every_released_response_and_its_labels_line_up(shared_datasets,
+                                                                                       llama_responses):  # fmt: skip
+    out = io.StringIO()
+    study, judge = judged_by_the_stand_in(shared_datasets, llama_responses, out)
 
     with llama_responses.open(newline="", encoding="utf-8") as source:
         rows = list(csv.DictReader(source))
@@ -126,3 +135,30 @@ def test_items_from_answers_adds_each_linked_answer_once_and_only_to_a_one_answe
         items_for_answers(study=PairwiseItemFactory().study)
     with pytest.raises(CommandError, match="There is no study with id 999999"):
         call_command("items_from_answers", "--study", "999999")
+
+
+def test_the_judge_page_and_agreement_csv_set_the_judge_beside_the_released_labels(shared_datasets, llama_responses,
+                                                                                   tmp_path, client):  # fmt: skip
+    study, judge = judged_by_the_stand_in(shared_datasets, llama_responses, io.StringIO())
+    pairs = label_pairs(study, judge)
+    agreeing = sum(pair.released == pair.judged for pair in pairs)
+    assert (len(pairs), agreeing) == (1150, 996)
+
+    call_command("analyze", "--study", str(study.pk), "--out", str(tmp_path), stdout=io.StringIO())
+    with (tmp_path / "agreement.csv").open(newline="", encoding="utf-8") as table:
+        rows = [row for row in csv.DictReader(table) if row["level"] == ""]
+    released = {row["metric"]: row for row in rows if row["rater_b"] == "Released labels (GPT-3.5)"}
+    assert set(released) == {"percent_agreement", "cohen_kappa", "macro_f1"}
+    share = released["percent_agreement"]
+    assert (share["rater_a"], share["rater_a_kind"], share["rater_b_kind"]) == (judge.name, "judge", "human")
+    assert share["field"] == "is_correct" and int(share["n_items"]) == len(pairs)
+    assert float(share["estimate"]) == pytest.approx(agreeing / len(pairs))  # 996 / 1,150 = 87 %
+    assert float(share["ci_low"]) < agreeing / len(pairs) < float(share["ci_high"])
+    # One set of labels is no pool of people to agree with each other: no people-vs-people rows.
+    assert not [row for row in rows if row["rater_a"] == "Released labels (GPT-3.5)"]
+
+    client.force_login(AnalystFactory())
+    page = client.get(f"/analysis/studies/{study.pk}/judges/").content.decode()
+    assert f"{judge.name} vs Released labels (GPT-3.5)" in page
+    shown = estimate_text(share["estimate"], share["ci_low"], share["ci_high"], percent=True)
+    assert shown.startswith("87% (") and shown in page
