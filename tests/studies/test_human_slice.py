@@ -5,6 +5,7 @@ export writes it back."""
 import textwrap
 
 import pytest
+from django.db import connection
 
 from datasets.models import AnswerSource, Dataset
 from studies.assignment import create_slots, sliced_item_ids
@@ -119,3 +120,14 @@ def test_a_slice_without_pools_is_refused(forty_answers):
     assert problems_of(text) == [
         "line 6, human_slice: a human slice is what rater pools rate: give the study pools, or no slice"
     ]
+
+
+def test_the_row_by_row_path_makes_the_same_slots(forty_answers, monkeypatch):
+    """SQLite (development) makes slots row by row rather than in one INSERT ... SELECT: the same slice."""
+    study = load_study_text(STUDY.format(slice="{share: 0.25, seed: 7}")).study
+    expected = set(study.slots.values_list("item_id", "pool_id", "index"))
+    study.slots.all().delete()
+    monkeypatch.setattr(connection, "vendor", "sqlite")
+
+    assert create_slots(study=study) == 30
+    assert set(study.slots.values_list("item_id", "pool_id", "index")) == expected
