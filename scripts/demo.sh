@@ -12,20 +12,29 @@ unset DATABASE_URL
 export CELERY_BROKER_URL="filesystem://"
 address="${1:-127.0.0.1:8000}"
 
+mkdir -p var
+# The stand-in model the demo's sources ask (datasets/demo.py, studies/demo_judges.py): no key, no model. Its
+# two judges' model names err as studies/demo_judges.JUDGES says (a test checks these flags match it): the
+# careful one at 5 %, the group-error one at 10 % and 60 % more for items mentioning a Black patient.
+.venv/bin/python scripts/stand_in_llm.py --port 8089 --latency 0.05 \
+  --judge-model-error stand-in-careful=0.05 \
+  --judge-model-error stand-in-group-error=0.1 --judge-model-group-error stand-in-group-error:Black=0.6 \
+  >var/demo-stand-in.log 2>&1 &
+stand_in=$!
+worker=""
+trap 'kill $worker "$stand_in" 2>/dev/null || true' EXIT INT TERM
+
 .venv/bin/python manage.py migrate --no-input -v 0
+# Queues the demo judges' calls in the broker; the worker answers them once it starts.
 .venv/bin/python manage.py seed_demo
 
 # Answer generation waits on HTTP, so the worker uses threads.
-mkdir -p var
 .venv/bin/celery -A config worker --pool threads --concurrency 8 --loglevel WARNING \
   --without-gossip --without-mingle >var/demo-worker.log 2>&1 &
 worker=$!
-# The stand-in model the demo's source "Stand-in model (demo)" asks (datasets/demo.py): no key, no model.
-.venv/bin/python scripts/stand_in_llm.py --port 8089 --latency 0.05 >var/demo-stand-in.log 2>&1 &
-stand_in=$!
-trap 'kill "$worker" "$stand_in" 2>/dev/null || true' EXIT INT TERM
 
 echo
 echo "Celery worker started (log: var/demo-worker.log); stand-in model at http://127.0.0.1:8089/v1."
+echo "The two stand-in judges rate the judged study now (a minute or so); its judge page is printed above."
 echo "EquityRate is starting at http://$address/  (Ctrl-C to stop)"
 .venv/bin/python manage.py runserver "$address"

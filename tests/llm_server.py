@@ -23,8 +23,11 @@ prompt (the text before "Questions:"), so the same item gets the same values (a 
 scenario is read for its letters instead: `scenario_verdict`). It can be told to disagree in a
 known way: `judge_error_rate` moves each question's value to another one with that probability, and
 `judge_group_errors` ({"Black": 0.4}) adds a rate when the item mentions that group (a whole word, any case), so a
-study shows a judge whose errors depend on the patient group; `judge_invalid_rate` makes a reply prose instead
-of JSON with that probability, drawn anew for each time the same prompt is asked (to exercise retries).
+study shows a judge whose errors depend on the patient group; `judge_models` ({"model name": JudgeErrors(...)})
+gives a request naming that model its own error rates instead, so two sources on one server (two model names)
+are two judges erring differently (the demo's, studies/demo_judges.py); `judge_invalid_rate` makes a reply prose
+instead of JSON with that probability, drawn anew for each time the same prompt is asked (to exercise retries).
+The error-free value of a single choice is `studies.stand_in_judge.drawn_choice` of the item text.
 """
 
 import hashlib
@@ -34,9 +37,21 @@ import re
 import threading
 import time
 from collections import Counter
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import jsonschema
+
+from studies.stand_in_judge import drawn_choice, unit
+
+
+@dataclass(frozen=True)
+class JudgeErrors:
+    """How a stand-in judge errs: each question's value moved at `error_rate`, plus `group_errors[group]` for an
+    item mentioning the group (a whole word, any case)."""
+
+    error_rate: float = 0.0
+    group_errors: dict[str, float] = field(default_factory=dict)
 
 
 class FakeLLM:
@@ -51,9 +66,11 @@ class FakeLLM:
         judge_error_rate: float = 0.0,
         judge_group_errors: dict[str, float] | None = None,
         judge_invalid_rate: float = 0.0,
+        judge_models: dict[str, JudgeErrors] | None = None,
     ):
         self.judge_error_rate = judge_error_rate
         self.judge_group_errors = dict(judge_group_errors or {})
+        self.judge_models = dict(judge_models or {})
         self.judge_invalid_rate = judge_invalid_rate
         self._asked: Counter[str] = Counter()  # how often each judge prompt came, for judge_invalid_rate's draws
         self._local = threading.local()  # the request's response_format schema, for answer_for
@@ -103,6 +120,7 @@ class FakeLLM:
         question = body["prompt"] if completions else body["messages"][-1]["content"]
         response_format = body.get("response_format") or {}
         self._local.schema = (response_format.get("json_schema") or {}).get("schema")
+        self._local.model = body.get("model")
         refused = "REFUSE" in question
         if not refused and is_qpain_prompt(question):
             return 200, qpain_response(body, question, request_number=len(self.requests))
@@ -131,12 +149,17 @@ class FakeLLM:
         if self.judge_invalid_rate and _unit(prompt, f"invalid:{asked}") < self.judge_invalid_rate:
             return "The answer looks reasonable to me."
         item = judge_item_text(prompt)
-        rate = self.judge_error_rate + sum(
-            extra for group, extra in self.judge_group_errors.items() if mentions(item, group)
-        )
+        errors = self.judge_errors(getattr(self._local, "model", None))
+        rate = errors.error_rate + sum(extra for group, extra in errors.group_errors.items() if mentions(item, group))
         verdict = scenario_verdict(item)
         return json.dumps(judge_values(item, schema, error_rate=rate, answer=judge_answer_text(item),
                                        preferred=verdict))  # fmt: skip
+
+    def judge_errors(self, model: str | None) -> "JudgeErrors":
+        """The errors a judge asking under this model name makes: its own (`judge_models`), else the server's."""
+        if model in self.judge_models:
+            return self.judge_models[model]
+        return JudgeErrors(self.judge_error_rate, self.judge_group_errors)
 
     def _handler(self):
         fake = self
@@ -259,8 +282,7 @@ def _choices(spec: dict) -> list:
 def _drawn(item: str, key: str, spec: dict, answer: str, *, answered: bool = False):
     draw = _unit(item, f"value:{key}")
     if "enum" in spec:
-        choices = _choices(spec)
-        return choices[int(draw * len(choices))] if choices else None
+        return drawn_choice(item, key, _choices(spec))
     kinds = spec.get("type")
     kinds = kinds if isinstance(kinds, list) else [kinds]
     if "array" in kinds and "enum" in (spec.get("items") or {}):
@@ -324,9 +346,7 @@ def is_qpain_prompt(prompt: str) -> bool:
     return bool(lines) and lines[-1].strip() == "Answer:" and "Vignette:" in prompt
 
 
-def _unit(prompt: str, label: str) -> float:
-    """A number in [0, 1) fixed by the prompt and a label: deterministic, and different between prompts."""
-    return int(hashlib.sha256(f"{label}\0{prompt}".encode()).hexdigest(), 16) / 2**256
+_unit = unit  # a number in [0, 1) fixed by the prompt and a label (studies/stand_in_judge.py)
 
 
 def qpain_doses(prompt: str) -> dict[str, str]:

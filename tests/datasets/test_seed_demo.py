@@ -216,7 +216,9 @@ def test_medqa_the_biasmedqa_recipes_and_the_stand_in_source_are_there_for_the_w
     assert not variants.questions.exclude(metadata__generator__name="biasmedqa").exists()
     assert variants.questions.filter(levels__bias="none").count() == 1273
     assert (
-        not Question.objects.exclude(levels={}).exclude(dataset__name__in=[QPAIN_DATASET, BIASMEDQA_VARIANTS]).exists()
+        not Question.objects.exclude(levels={})
+        .exclude(dataset__name__in=[QPAIN_DATASET, BIASMEDQA_VARIANTS, QPAIN_DEMO])
+        .exists()
     )
     assert not Answer.objects.filter(question__dataset__in=[medqa, variants]).exists()
     assert set(Dataset.objects.filter(name__icontains="biasmedqa").values_list("name", flat=True)) == {
@@ -268,3 +270,46 @@ def test_the_qpain_vignettes_and_their_two_recipes_are_there_for_a_qpain_run():
         ("Q-Pain: closed prompt (chat)", "chat", vignettes.pk),
         ("Q-Pain: closed prompt (completion)", "completion", vignettes.pk),
     ]
+
+
+def test_the_judged_study_is_made_with_its_two_judges_and_their_calls_queued(settings):
+    """With a broker (here: Celery told it is not eager; the test's transaction never commits, so nothing is sent),
+    the demo queues one call per item for each of its two stand-in judges; a second run queues none again."""
+    from engine.models import Call
+    from studies.demo_judges import JUDGES, POOLS
+    from studies.demo_judges import STUDY_NAME as JUDGED
+    from studies.judge_kind import batch_of
+    from studies.models import Rating, Study
+
+    settings.CELERY_TASK_ALWAYS_EAGER = False
+    _, output = run_seed_demo()
+
+    study = Study.objects.get(name=JUDGED)
+    assert not study.is_locked and study.items.count() == 96  # 48 profiles x (deepseek-32k, clinician reference)
+    assert [judge.name for judge in study.judges.order_by("name")] == [judge.name for judge in JUDGES]
+    for judge in study.judges.all():
+        assert judge.source.model_name in {demo.model for demo in JUDGES}
+        assert judge.source.base_url == "http://127.0.0.1:8089/v1" and judge.source.endpoint_id is not None
+        calls = Call.objects.filter(kind="judge", batch=batch_of(judge.pk, study.pk))
+        assert calls.count() == calls.filter(status=Call.Status.PENDING).count() == 96
+    people = Rating.objects.filter(assignment__item__study=study)
+    assert people.count() == 96 * 3 * len(POOLS)
+    assert set(people.values_list("assignment__rater__pool__name", flat=True)) == set(POOLS)
+    races = set(study.items.values_list("answer__question__levels__race", flat=True))
+    assert races == {"Black", "White", "Asian", "Hispanic"}
+    assert f"judged study {study.pk} {JUDGED!r}: 96 items, 864 simulated people's ratings" in output
+    assert "192 judge calls queued" in output
+    assert f"judge page: /analysis/studies/{study.pk}/judges/" in output.splitlines()
+
+    _, again = run_seed_demo()
+    assert "0 judge calls queued" in again
+    assert Call.objects.filter(kind="judge").count() == 192 and people.count() == 864
+
+
+def test_without_a_broker_the_demo_queues_no_judge_call_and_says_how_to_run_them():
+    from engine.models import Call
+
+    _, output = run_seed_demo()
+
+    assert not Call.objects.filter(kind="judge").exists()
+    assert "judges not run (no broker): with the stand-in up, python manage.py judge_study --study" in output

@@ -3,11 +3,13 @@
 
 import secrets
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from datasets.demo import seed_demo
 from datasets.importers import ImportRejected
 from studies.demo import seed_demo_studies
+from studies.demo_judges import seed_judged_study
 from studies.demo_ratings import STUDY_NAME as SIMULATED
 from studies.demo_ratings import seed_simulated_ratings
 
@@ -28,6 +30,9 @@ class Command(BaseCommand):
             raise CommandError(f"the committed demo data no longer imports: {rejected.summary()}") from None
         studies = seed_demo_studies()
         simulated = seed_simulated_ratings()
+        # With a broker a worker answers the judges' calls; without one (eager Celery) they would run here, now,
+        # against a stand-in that may not be up, so they are left to `judge_study`.
+        judged = seed_judged_study(queue=not settings.CELERY_TASK_ALWAYS_EAGER)
         for login in seed.logins:
             self.stdout.write(f"login {login.role} {login.username} {login.password}")
         for dataset in seed.datasets:
@@ -44,6 +49,18 @@ class Command(BaseCommand):
             f"simulated ratings for the analysis pages: "
             f"{simulated.created.get('ratings', 0) + simulated.already_present} in the studies {SIMULATED!r}"
         )
+        study = judged.study
+        names = ", ".join(repr(judge.name) for judge in judged.judges)
+        self.stdout.write(
+            f"judged study {study.pk} {study.name!r}: {study.items.count()} items, {judged.people_ratings} simulated "
+            f"people's ratings, judges {names} on the stand-in; {judged.queued} judge calls queued"
+        )
+        if not judged.queued and settings.CELERY_TASK_ALWAYS_EAGER:
+            self.stdout.write(
+                f"judges not run (no broker): with the stand-in up, python manage.py judge_study --study {study.pk} "
+                f"--judge NAME --wait"
+            )
+        self.stdout.write(f"judge page: /analysis/studies/{study.pk}/judges/")
         consumer_study = studies[0].study
         self.stdout.write(
             f"panel link (a new consumer from a crowd panel): /panel/{consumer_study.pk}/"
