@@ -136,6 +136,20 @@ CASES = [
         pytest.mark.slow,
     ),
     case(
+        "judge_run",
+        ["--items", "40", "--concurrency", "2", "4", "--latency", "0.05", "--invalid-rate", "0.3", "--broker", BROKER],
+        [
+            r"40 items x 1 repeat\(s\) of a one-answer study",
+            r"\| C \| \(item, repeat\) \| seconds \| replies \| replies/s \|",
+            r"\n\| 2 \| 40 \| [\d.]+ \| \d+ \| [\d.]+ \| 40 \| \d+ % \| [12] \| [\d.]+ % \| \d+ \| \d+ \| \d+ \|",
+            r"\n\| 4 \| 40 \| [\d.]+ \| \d+ \| [\d.]+ \| 80 \| \d+ % \| [1-4] \| [\d.]+ % \| [1-9]\d* \| \d+ \| \d+ \|",
+            r"load average \(1, 5, 15 min\) before [\d. ]+, after [\d. ]+",
+            r"bookkeeping: every \(item, repeat\) ended with exactly one rating, or failed after 3 invalid replies",
+        ],
+        pytest.mark.postgresql,
+        pytest.mark.integration,
+    ),
+    case(
         "judge_agreement",
         ["--items", "200", "--repeats", "2", "--human-items", "50"],
         [
