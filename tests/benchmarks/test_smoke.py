@@ -136,6 +136,34 @@ CASES = [
         pytest.mark.slow,
     ),
     case(
+        "judge_local_model",
+        ["--items", "3"],
+        [
+            r"3 items x 1 repeat\(s\), judge on smollm2-135m .*response_format json_object",
+            r"\| valid at the first reply \| \d+ / 3 = \d+ % \|",
+            r"\| valid after retries \(rated\) \| \d+ / 3 = \d+ % \|",
+            r"\| seconds per call: mean / median \| [\d.]+ / [\d.]+ \|",
+            r"load average \(1, 5, 15 min\) before [\d. ]+, after [\d. ]+",
+            r"finished: every \(item, repeat\) ended rated \(\d+\) or failed \(\d+\); no call left",
+        ],
+        pytest.mark.postgresql,
+        pytest.mark.slow,
+    ),
+    case(
+        "judge_run",
+        ["--items", "40", "--concurrency", "2", "4", "--latency", "0.05", "--invalid-rate", "0.3", "--broker", BROKER],
+        [
+            r"40 items x 1 repeat\(s\) of a one-answer study",
+            r"\| C \| \(item, repeat\) \| seconds \| replies \| replies/s \|",
+            r"\n\| 2 \| 40 \| [\d.]+ \| \d+ \| [\d.]+ \| 40 \| \d+ % \| [12] \| [\d.]+ % \| \d+ \| \d+ \| \d+ \|",
+            r"\n\| 4 \| 40 \| [\d.]+ \| \d+ \| [\d.]+ \| 80 \| \d+ % \| [1-4] \| [\d.]+ % \| [1-9]\d* \| \d+ \| \d+ \|",
+            r"load average \(1, 5, 15 min\) before [\d. ]+, after [\d. ]+",
+            r"bookkeeping: every \(item, repeat\) ended with exactly one rating, or failed after 3 invalid replies",
+        ],
+        pytest.mark.postgresql,
+        pytest.mark.integration,
+    ),
+    case(
         "judge_agreement",
         ["--items", "200", "--repeats", "2", "--human-items", "50"],
         [
@@ -231,7 +259,7 @@ def skip_or_fail_without_what_it_needs(request) -> None:
             "the benchmarks run on PostgreSQL: run the tests with scripts/test.sh (DATABASE_URL=postgres://...)"
         )
     # The local model's rules (tests/datasets/test_local_model.py); installed, the script starts its own server.
-    needs_model = request.node.callspec.params["name"] == "local_model"
+    needs_model = request.node.callspec.params["name"] in {"local_model", "judge_local_model"}
     if needs_model and os.environ.get("LOCAL_MODEL_SKIP") == "1" and not local_model.is_installed():
         if os.environ.get("CI") == "true":
             pytest.fail("CI runs the local model's tests, but it is not installed and LOCAL_MODEL_SKIP=1")
