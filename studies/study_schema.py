@@ -125,6 +125,16 @@ def _check_object(value: dict[str, Any], schema: dict[str, Any], path: Path) -> 
     return problems
 
 
+def _keys_sorted(value: Any) -> Any:
+    """A copy with the keys of every map the schema does not order (levels, `where`, a reference's `values`,
+    a plan's parameters) sorted: PostgreSQL's jsonb keeps no key order, so a written file must not depend on it."""
+    if isinstance(value, dict):
+        return {key: _keys_sorted(value[key]) for key in sorted(value)}
+    if isinstance(value, list):
+        return [_keys_sorted(item) for item in value]
+    return value
+
+
 def complete(value: Any, schema: dict[str, Any] | None = None) -> Any:
     """A valid `value` with every missing key given its default, and its keys in the schema's order (a key of
     OMITTED_WHEN_EMPTY has no default: it is kept only when not empty, so files without it read as before)."""
@@ -138,7 +148,7 @@ def complete(value: Any, schema: dict[str, Any] | None = None) -> Any:
     if isinstance(value, list) and "items" in schema:
         return [complete(item, schema["items"]) for item in value]
     if not isinstance(value, dict) or "properties" not in schema:
-        return copy.deepcopy(value)
+        return _keys_sorted(value)
     result: dict[str, Any] = {}
     for name, child in schema["properties"].items():
         if name in value:

@@ -20,7 +20,7 @@ from tests.conftest import REPO, SHARED_DATASETS
 BENCHMARKS = REPO / "benchmarks"
 BROKER = "redis://127.0.0.1:6379/13"
 RESPONSES = SHARED_DATASETS / "biasmedqa" / "model_responses" / "model_responses_qid0-49.csv"
-TIMEOUT = 300  # seconds; a smoke run takes a few
+TIMEOUT = 900  # seconds: a smoke run takes a few (the local model minutes when loaded); this stops a hang
 
 
 def case(name: str, arguments: list[str], expected: list[str], *marks):
