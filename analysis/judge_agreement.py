@@ -506,6 +506,16 @@ def _item_levels(ratings: pd.DataFrame, factor: str) -> pd.Series:
     return levels.drop_duplicates("item").set_index("item")[factor].astype(str)
 
 
+def level_subsets(ratings: pd.DataFrame, factors: Sequence[str]) -> list[tuple[str, pd.DataFrame]]:
+    """[("", all rows), ("factor=level", the rows of items at that level), ...]: every factor's levels, sorted."""
+    subsets: list[tuple[str, pd.DataFrame]] = [("", ratings)]
+    for factor in factors:
+        levels = _item_levels(ratings, factor)
+        for level in sorted(levels.unique()):
+            subsets.append((f"{factor}={level}", ratings[ratings["item"].map(levels) == level]))
+    return subsets
+
+
 def judge_majority_agreement(
     ratings: pd.DataFrame, *, judge: str, pool: str, classes: Sequence[object] | None = None
 ) -> pd.DataFrame:
@@ -654,12 +664,7 @@ def agreement_table(
     }
     for field, frame in _fields(ratings):
         classes = classes_of(frame["value"])
-        subsets: list[tuple[str, pd.DataFrame]] = [("", frame)]
-        for factor in factors:
-            levels = _item_levels(frame, factor)
-            for level in sorted(levels.unique()):
-                subsets.append((f"{factor}={level}", frame[frame["item"].map(levels) == level]))
-        for level, subset in subsets:
+        for level, subset in level_subsets(frame, factors):
             for pool in pools:
                 base = {"study": study, "field": field, "rater_a": pool, "rater_b": pool}
                 base |= {"rater_a_kind": HUMAN, "rater_b_kind": HUMAN, "level": level}

@@ -35,6 +35,7 @@ from scipy.stats import norm
 from statsmodels.stats.proportion import proportion_confint
 
 from analysis.bootstrap import CONFIDENCE
+from analysis.judge_agreement import level_subsets
 
 FloatArray = NDArray[np.float64]
 Method = Literal["human_only", "judge_only", "ppi"]
@@ -235,13 +236,7 @@ def judge_assisted_table(
     judges = sorted(ratings.loc[ratings["rater_kind"] == "judge", "rater"].astype(str).unique().tolist())
     pools = sorted(ratings.loc[ratings["rater_kind"] == "human", "pool"].astype(str).unique().tolist())
     for field, frame in fields:
-        subsets: list[tuple[str, pd.DataFrame]] = [("", frame)]
-        for factor in factors:
-            levels = frame[["item", factor]].dropna().drop_duplicates("item").set_index("item")[factor].astype(str)
-            levels = levels[levels != ""]
-            for level in sorted(levels.unique()):
-                subsets.append((f"{factor}={level}", frame[frame["item"].map(levels) == level]))
-        for level, subset in subsets:
+        for level, subset in level_subsets(frame, factors):
             for judge in judges:
                 for pool in pools:
                     estimates, equivalent = judge_assisted(

@@ -9,6 +9,7 @@ from django.db.models import Case, F, Q, Value, When
 from django.utils import timezone
 
 from datasets.models import Answer, AnswerSource, CounterfactualPair, Question
+from datasets.recipes import MAX_EXAMPLES
 from raters.models import RaterPool, RaterProfile
 
 
@@ -548,6 +549,8 @@ class Judge(models.Model):
             for e in examples
         )):  # fmt: skip
             problems["examples"] = 'A list of {"item": text, "reply": {answers}}.'
+        elif len(examples) > MAX_EXAMPLES:
+            problems["examples"] = f"At most {MAX_EXAMPLES} worked examples (as a recipe), not {len(examples)}."
         elif self.rubric_version_id and (wrong := self.example_problems()):
             problems["examples"] = wrong
         if not 1 <= (self.repeats or 0) <= 20:

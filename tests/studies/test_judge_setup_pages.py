@@ -127,6 +127,9 @@ def test_bad_examples_are_form_errors(client, coordinator, study, source):
     assert wrong_reply.status_code == 400
     assert wrong_reply.context["form"].errors["examples"][0].startswith("Example 1: bias_presence")
     assert not_a_list.status_code == 400 and "examples" in not_a_list.context["form"].errors
+    too_many = client.post(url, form_data(source, examples=json.dumps([maybe[0]] * 21)))
+    assert too_many.status_code == 400
+    assert too_many.context["form"].errors["examples"] == ["At most 20 worked examples (as a recipe), not 21."]
     assert b"The judge was not saved" in wrong_reply.content
     assert not Judge.objects.exists()
 
