@@ -64,6 +64,14 @@ AUDIT_COLUMNS = [
     *["field", "factor", "level", "n_items", "n_ties", "agree", "disagree", "disagreement_rate"],
     *["p_value", "p_adjusted", "flag", "note"],
 ]
+PLACE_COLUMNS = [
+    *["study", "field", "judge", "pool", "metric", "n_people", "n_items", "judge_score", "people_mean"],
+    *["people_min", "people_max", "rank", "percentile", "share_matched"],
+]
+CONSISTENCY_COLUMNS = [
+    *["study", "field", "judge", "check", "n_items", "share", "mean_pairwise_agreement", "first_shown_share"],
+]
+REPEATS, DISPLAY_ORDER = "repeats", "display_order"
 MIN_LEVEL_ITEMS = 10  # a level with fewer items is described, not tested
 MIN_EXPECTED = 5.0  # the usual validity rule of the chi-squared approximation (Cochran 1954)
 ALPHA = 0.05
@@ -708,6 +716,86 @@ def agreement_table(
             )
             rows += _rows(result, base, np.nan, None)
     return pd.DataFrame(rows, columns=AGREEMENT_COLUMNS)
+
+
+def judge_place_table(ratings: pd.DataFrame, *, study: str) -> pd.DataFrame:
+    """The rows of `judge_place.csv` (`PLACE_COLUMNS`): per field, judge, pool and metric, where the judge stands
+    among the pool's people, each scored against the majority of the others (`judge_place`), over all items.
+    `n_people`: the people scored (who shared items with others and the judge); `n_items`: their items summed;
+    `people_mean` / `people_min` / `people_max`: their scores; `rank` 1 = the judge beats everyone."""
+    rows: list[dict[str, object]] = []
+    humans = ratings[ratings["rater_kind"] == HUMAN]
+    pools = sorted(humans["pool"].astype(str).unique().tolist())
+    judges = sorted(ratings.loc[ratings["rater_kind"] == JUDGE, "rater"].astype(str).unique().tolist())
+    for field, frame in _fields(ratings):
+        classes = classes_of(frame["value"])
+        for judge in judges:
+            for pool in pools:
+                for metric in AGREEMENT_METRICS:
+                    place = judge_place(frame, judge=judge, pool=pool, metric=metric, classes=classes)
+                    scored = place.people.dropna(subset=["person", "judge"])
+                    people = scored["person"]
+                    rows.append(
+                        {
+                            **{"study": study, "field": field, "judge": judge, "pool": pool, "metric": metric},
+                            "n_people": len(scored),
+                            "n_items": int(scored["n_items"].sum()),
+                            "judge_score": np.nan if place.judge_score is None else place.judge_score,
+                            "people_mean": float(people.mean()) if len(people) else np.nan,
+                            "people_min": float(people.min()) if len(people) else np.nan,
+                            "people_max": float(people.max()) if len(people) else np.nan,
+                            "rank": np.nan if place.rank is None else place.rank,
+                            "percentile": np.nan if place.percentile is None else place.percentile,
+                            "share_matched": np.nan if place.share_matched is None else place.share_matched,
+                        }
+                    )
+    return pd.DataFrame(rows, columns=PLACE_COLUMNS)
+
+
+def consistency_table(
+    ratings: pd.DataFrame, *, study: str, positions: tuple[object, object] = ("answer_1", "answer_2")
+) -> pd.DataFrame:
+    """The rows of `judge_consistency.csv` (`CONSISTENCY_COLUMNS`): per field and judge,
+
+    - `repeats`: over the items the judge rated at least twice in one display order, the share where every
+      repeat agrees (`share`) and the mean pairwise agreement (`repeat_consistency`);
+    - `display_order` (fields where some of the judge's ratings saw the answers swapped: a `swapped` column, the
+      value already naming the item's own answer): the share of items whose verdict survives the swap (`share`)
+      and, of the verdicts naming a position, the share naming the one shown first (`position_consistency`).
+    Raters without a row: no repeated item, no item seen in both orders."""
+    rows: list[dict[str, object]] = []
+    judged = ratings[ratings["rater_kind"] == JUDGE]
+    swapped = judged["swapped"].fillna(False).astype(bool) if "swapped" in judged.columns else None
+    first, second = positions
+    for field, frame in _fields(judged):
+        base = {"study": study, "field": field}
+        order = swapped.loc[frame.index] if swapped is not None else pd.Series(False, index=frame.index)
+        # Repeats are compared within one display order: across orders is the position check's business.
+        units = frame.assign(item=frame["item"].astype(str) + np.where(order, "|swapped", ""))
+        for row in repeat_consistency(units).itertuples(index=False):
+            if row.n_items:
+                rows.append(
+                    {
+                        **base,
+                        **{"judge": row.rater, "check": REPEATS, "n_items": row.n_items, "share": row.all_agree_share},
+                        **{"mean_pairwise_agreement": row.mean_pairwise_agreement, "first_shown_share": np.nan},
+                    }
+                )
+        if not order.any():
+            continue
+        value = frame["value"].astype(object)
+        shown = value.where(~order, value.map({first: second, second: first}).fillna(value))
+        verdicts = pd.DataFrame({"item": frame["item"], "rater": frame["rater"], "swap": order, "value": shown})
+        for row in position_consistency(verdicts, positions=positions).itertuples(index=False):
+            if row.n_items:
+                rows.append(
+                    {
+                        **base,
+                        **{"judge": row.rater, "check": DISPLAY_ORDER, "n_items": row.n_items, "share": row.share},
+                        **{"mean_pairwise_agreement": np.nan, "first_shown_share": row.first_shown_share},
+                    }
+                )
+    return pd.DataFrame(rows, columns=CONSISTENCY_COLUMNS)
 
 
 def _audit_p(audit: pd.DataFrame, field: str, level: str) -> tuple[float, object]:

@@ -55,8 +55,8 @@ def compute_judge_page(study: Study) -> JudgePage:
     results, options = judge_report_inputs(study, results_table(study, kinds=(HUMAN, JUDGE)))
     # The same call `services.judge_report` makes, on the results table loaded once for the report and the items.
     report = judge_report(results, definition, study=study.name, seed=SEED, **options)
-    labels, _ = judge_labels(results, list(rated_fields(definition)))
-    found = disagreements(labels)
+    labels, factors = judge_labels(results, list(rated_fields(definition)))
+    found = disagreements(labels, factors=factors)
     add_comments(found, results, text_fields(definition))
     return JudgePage(report, found, n_judge_ratings)
 

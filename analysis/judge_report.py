@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .judge_agreement import HUMAN, JUDGE, agreement_table
+from .judge_agreement import HUMAN, JUDGE, agreement_table, consistency_table, judge_place_table
 from .ppi import JUDGE_ASSISTED_COLUMNS, judge_assisted_table
 
 SINGLE_VALUED = ("single", "scale")
@@ -44,6 +44,12 @@ POSITIVE = "1"
 
 NOT_RANDOM = "people's items were not drawn at random: PPI's interval assumes they were"
 REFERENCE_COLUMNS = ["item", "who", "field", "value"]
+TABLE_ATTRIBUTES = {
+    "agreement": "agreement",
+    "judge_assisted": "judge_assisted",
+    "judge_place": "place",
+    "judge_consistency": "consistency",
+}
 
 
 def slice_note(human_slice: Mapping[str, object] | None) -> str:
@@ -83,8 +89,14 @@ def with_references(results: pd.DataFrame, references: pd.DataFrame) -> pd.DataF
 class JudgeReport:
     agreement: pd.DataFrame
     judge_assisted: pd.DataFrame
+    place: pd.DataFrame  # judge_place.csv: each judge among the pool's individual people
+    consistency: pd.DataFrame  # judge_consistency.csv: repeats and display orders
     factors: tuple[str, ...]
     fields: tuple[str, ...]
+
+    def tables(self) -> dict[str, pd.DataFrame]:
+        """{file name without `.csv`: table}, as `analyze --study` writes them and the judge page offers them."""
+        return {name: getattr(self, attribute) for name, attribute in TABLE_ATTRIBUTES.items()}
 
 
 def rated_fields(definition: Mapping[str, object]) -> dict[str, tuple[str, ...]]:
@@ -110,13 +122,14 @@ def _level_columns(levels: pd.Series) -> pd.DataFrame:
 
 def judge_labels(results: pd.DataFrame, fields: Sequence[str]) -> tuple[pd.DataFrame, tuple[str, ...]]:
     """(labels, factors): the rating rows of these fields as `analysis.judge_agreement`'s long frame (item, rater,
-    rater_kind, pool, field, value and one column per factor), positions turned back to the item's answers."""
+    rater_kind, pool, field, value, swapped and one column per factor), positions turned back to the item's
+    answers."""
     rows = results[results["kind"].isin([HUMAN, JUDGE]) & results["field"].isin(list(fields))]
     rows = rows[~rows["attention_check"].fillna(False).astype(bool)]
     rows = rows[rows["value"].notna() & (rows["value"].astype(str) != "")]
     value = rows["value"].astype(str)
-    swapped = rows["swapped"].fillna(False).astype(bool) & value.isin(list(SWAPPED_POSITION))
-    value = value.where(~swapped, value.map(SWAPPED_POSITION))
+    shown_swapped = rows["swapped"].fillna(False).astype(bool)
+    value = value.where(~(shown_swapped & value.isin(list(SWAPPED_POSITION))), value.map(SWAPPED_POSITION))
     labels = pd.DataFrame(
         {
             "item": rows["item"].astype("int64"),
@@ -125,6 +138,7 @@ def judge_labels(results: pd.DataFrame, fields: Sequence[str]) -> tuple[pd.DataF
             "pool": rows["pool"].astype(str).replace("nan", ""),
             "field": rows["field"].astype(str),
             "value": value,
+            "swapped": shown_swapped,  # the position check needs the order shown
         }
     )
     levels = _level_columns(rows["levels"])
@@ -163,6 +177,9 @@ def judge_report(
     # A reference is one set of labels, not people who could agree with one another.
     own = agreement["rater_a"].isin(list(references)) & (agreement["rater_a_kind"] == HUMAN)
     agreement = agreement[~own].reset_index(drop=True)
+    place = judge_place_table(labels, study=study)
+    place = place[~place["pool"].isin(list(references))].reset_index(drop=True)
+    consistency = consistency_table(labels, study=study)
     binary = _binary(labels, fields)
     if binary.empty or not has_judges_and_people(binary):
         assisted = pd.DataFrame(columns=JUDGE_ASSISTED_COLUMNS)
@@ -173,4 +190,4 @@ def judge_report(
                       if part)
             for note, pool in zip(assisted["note"], assisted["pool"], strict=True)
         ]  # fmt: skip
-    return JudgeReport(agreement, assisted, factors, tuple(fields))
+    return JudgeReport(agreement, assisted, place, consistency, factors, tuple(fields))

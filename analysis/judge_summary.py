@@ -9,6 +9,9 @@ label frame of `judge_report.judge_labels`, and returns small dataclasses:
   differently on, Holm-adjusted), each as one plain sentence naming the level with the least agreement.
 - `assisted_rows`: per field, judge, pool and level, the people-only, judge-only and PPI estimates and the
   human items the judge saves (`n_human_equivalent - n_human`: PPI's interval width from people alone).
+- `place_rows`: per field, judge and pool, the judge among the pool's individual people (each scored against
+  the majority of the others), in percent agreement: the judge's score, the people's range, its rank.
+- `consistency_rows`: per field and judge, its repeats' and display orders' consistency.
 - `disagreements`: the items where a judge and the people of a pool disagree most (the share of the people's
   ratings differing from the judge's most frequent value), at most `limit`.
 """
@@ -16,7 +19,7 @@ label frame of `judge_report.judge_labels`, and returns small dataclasses:
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
 
@@ -225,6 +228,78 @@ def assisted_rows(assisted: pd.DataFrame) -> list[AssistedRow]:
     return found
 
 
+# --- The judge among individual people, consistency ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PlaceRow:
+    field: str
+    judge: str
+    pool: str
+    n_people: int
+    judge_score: str
+    people_mean: str
+    people_range: str  # "0.70–0.95"
+    rank: str  # "2 of 6" (1 = above every person)
+    share_matched: str  # "80%": the people the judge equals or beats on their own items
+    sentence: str
+
+
+PLACE_METRIC = "percent_agreement"
+
+
+def place_rows(place: pd.DataFrame, metric: str = PLACE_METRIC) -> list[PlaceRow]:
+    found = []
+    for row in _blank(place[place["metric"] == metric]).to_dict("records"):
+        n_people = int(_float(row["n_people"]) or 0)
+        score, rank = _float(row["judge_score"]), _float(row["rank"])
+        low, high, matched = _float(row["people_min"]), _float(row["people_max"]), _float(row["share_matched"])
+        if score is None or rank is None or matched is None:
+            sentence = f"Not estimable: no person of {row['pool']} shares items with another person and the judge."
+            found.append(PlaceRow(str(row["field"]), str(row["judge"]), str(row["pool"]), n_people, "—", "—", "—",
+                                  "—", "—", sentence))  # fmt: skip
+            continue
+        sentence = (
+            f"{row['judge']} agrees with the majority of {row['pool']} raters {score:.0%} of the time; "
+            f"{int(rank) - 1} of {n_people} people agree more often with the majority of the others."
+        )
+        found.append(
+            PlaceRow(
+                str(row["field"]), str(row["judge"]), str(row["pool"]), n_people, f"{score:.2f}",
+                estimate_text(row["people_mean"], None, None), f"{low:.2f}–{high:.2f}",
+                f"{int(rank)} of {n_people + 1}", f"{matched:.0%}", sentence,
+            )
+        )  # fmt: skip
+    return found
+
+
+@dataclass(frozen=True)
+class ConsistencyRow:
+    field: str
+    judge: str
+    check: str  # in words
+    n_items: int
+    share: str
+    detail: str
+
+
+def consistency_rows(consistency: pd.DataFrame) -> list[ConsistencyRow]:
+    found = []
+    for row in _blank(consistency).to_dict("records"):
+        share = _float(row["share"])
+        if row["check"] == "repeats":
+            check = "Repeats agree"
+            pairwise = _float(row["mean_pairwise_agreement"])
+            detail = "" if pairwise is None else f"mean pairwise agreement {pairwise:.2f}"
+        else:
+            check = "Verdict survives swapping the answers"
+            first = _float(row["first_shown_share"])
+            detail = "" if first is None else f"{first:.0%} of position verdicts name the answer shown first"
+        found.append(ConsistencyRow(str(row["field"]), str(row["judge"]), check, int(_float(row["n_items"]) or 0),
+                                    "—" if share is None else f"{share:.0%}", detail))  # fmt: skip
+    return found
+
+
 # --- Where judge and people disagree most -----------------------------------------------------------------
 
 
@@ -250,9 +325,11 @@ def _mode(values: pd.Series) -> str:
     return str(counts.idxmax())
 
 
-def disagreements(labels: pd.DataFrame, *, limit: int = DISAGREEMENTS_SHOWN) -> list[Disagreement]:
+def disagreements(
+    labels: pd.DataFrame, *, factors: Sequence[str] = (), limit: int = DISAGREEMENTS_SHOWN
+) -> list[Disagreement]:
     """The (item, field, judge, pool)s where most of the pool's ratings differ from the judge's value (most
-    people first, then item id), only where at least one person differs."""
+    people first, then item id), only where at least one person differs; `factors`: the labels' level columns."""
     if labels.empty:
         return []
     judges = labels[labels["rater_kind"] == JUDGE]
@@ -264,7 +341,6 @@ def disagreements(labels: pd.DataFrame, *, limit: int = DISAGREEMENTS_SHOWN) -> 
     if joined.empty:
         return []
     joined = joined.assign(differs=joined["value"].astype(str) != joined["judge_value"].astype(str))
-    factors = [c for c in labels.columns if c not in ("item", "rater", "rater_kind", "pool", "field", "value")]
     found = []
     for (item, field_name, judge, pool), group in joined.groupby(["item", "field", "rater_judge", "pool"], sort=True):
         share = float(group["differs"].mean())

@@ -15,11 +15,11 @@ from studies.models import JudgeReply, Study
 
 from . import judge_plots, judge_summary
 from .judge_page import judge_page
+from .judge_report import TABLE_ATTRIBUTES
 from .pages import PLOT_FORMATS
 
 FAILURES_SHOWN = 50
 RAW_REPLY_SHOWN = 400  # characters of a raw reply shown before "show all"
-TABLES = ("agreement", "judge_assisted")
 
 
 def _study(pk) -> Study:
@@ -49,6 +49,8 @@ def judge_study(request, pk):
             sections=judge_summary.agreement_sections(report.agreement),
             findings=judge_summary.flagged_findings(report.agreement),
             assisted=judge_summary.assisted_rows(report.judge_assisted),
+            places=judge_summary.place_rows(report.place),
+            consistency=judge_summary.consistency_rows(report.consistency),
             plot_text=judge_plots.figure_description(report.agreement),
         )
     return render(request, "analysis/judges.html", context)
@@ -68,12 +70,13 @@ def _cell(value):
 @require_GET
 @study_team_required
 def judge_table_csv(request, pk, table):
-    """`agreement.csv` or `judge_assisted.csv` of the study, as `analyze --study` writes them (cells protected
-    against formula injection, as every CSV download)."""
-    if table not in TABLES:
+    """One of the study's judge tables (`agreement.csv`, `judge_assisted.csv`, `judge_place.csv`,
+    `judge_consistency.csv`), as `analyze --study` writes them (cells protected against formula injection, as
+    every CSV download)."""
+    if table not in TABLE_ATTRIBUTES:
         raise Http404("No such table.")
     study = _study(pk)
-    frame = getattr(_report_or_404(study), table)
+    frame = _report_or_404(study).tables()[table]
     rows = [list(frame.columns), *([_cell(value) for value in row] for row in frame.itertuples(index=False))]
     response = StreamingHttpResponse(stream_csv(rows), content_type="text/csv; charset=utf-8")
     name = slugify(study.name) or f"study-{study.pk}"

@@ -11,7 +11,7 @@ urlpatterns = [
     path("runs/<int:pk>/progress/", views.run_progress, name="progress"),
     path("studies/<int:pk>/judges/", judge_views.judge_study, name="judges"),
     re_path(
-        r"^studies/(?P<pk>[0-9]+)/judges/(?P<table>agreement|judge_assisted)\.csv$",
+        r"^studies/(?P<pk>[0-9]+)/judges/(?P<table>agreement|judge_assisted|judge_place|judge_consistency)\.csv$",
         judge_views.judge_table_csv,
         name="judge_table_csv",
     ),

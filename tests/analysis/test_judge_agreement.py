@@ -9,11 +9,15 @@ from statsmodels.stats.inter_rater import cohens_kappa as sm_cohens_kappa
 
 from analysis.judge_agreement import (
     AGREEMENT_COLUMNS,
+    CONSISTENCY_COLUMNS,
     FEW_LEVEL_ITEMS,
+    PLACE_COLUMNS,
     agreement_table,
     classes_of,
+    consistency_table,
     equity_audit,
     judge_place,
+    judge_place_table,
     judge_vs_judge,
     judge_vs_people,
     kappa,
@@ -221,6 +225,56 @@ def test_the_judge_is_ranked_among_people_against_the_leave_one_out_majority():
     assert people["judge"].tolist() == pytest.approx([0.0, 0.0, 0.5])
     assert place.judge_score == pytest.approx(1 / 6) and place.rank == 4 and place.percentile == 0.0
     assert place.share_matched == pytest.approx(1 / 3)
+
+
+def test_the_place_table_summarises_the_judge_among_each_pools_people():
+    ann = [1, 1, 0, 0, 1, 0]
+    bob = [1, 1, 0, 1, 1, 0]
+    cat = [1, 0, 0, 0, 1, 1]
+    dan = [0, 1, 0, 0, 0, 0]
+    ratings = frame({"j": [1, 1, 0, 0, 1, 0]}, {"ann": ann, "bob": bob, "cat": cat, "dan": dan})
+    table = judge_place_table(ratings.assign(field="bias"), study="S")
+    assert list(table.columns) == PLACE_COLUMNS
+    assert table["metric"].tolist() == ["percent_agreement", "cohen_kappa", "macro_f1"]
+    row = table.set_index("metric").loc["percent_agreement"]
+    # The hand-worked case above: people 1, 5/6, 4/6, 4/6 against the others' majority; the judge 1 on all.
+    assert (row["study"], row["field"], row["judge"], row["pool"]) == ("S", "bias", "j", "Physician")
+    assert row["n_people"] == 4 and row["n_items"] == 24 and row["judge_score"] == 1.0
+    assert row["people_mean"] == pytest.approx((1 + 5 / 6 + 4 / 6 + 4 / 6) / 4)
+    assert (row["people_min"], row["people_max"]) == pytest.approx((4 / 6, 1.0))
+    assert row["rank"] == 1 and row["percentile"] == pytest.approx(87.5) and row["share_matched"] == 1.0
+
+    alone = judge_place_table(frame({"j": [1, 0]}, {"ann": [1, 0]}), study="S")  # nobody else to form a majority
+    assert alone["n_people"].tolist() == [0, 0, 0] and alone["judge_score"].isna().all() and alone["rank"].isna().all()
+
+
+def test_the_consistency_table_compares_repeats_within_an_order_and_verdicts_across_orders():
+    rows = [
+        # item, judge, swapped (shown second first), value naming the item's own answer (already turned back)
+        ("q1", "J", False, "answer_1"),
+        ("q1", "J", False, "answer_1"),  # q1 first order: repeats agree
+        ("q1", "J", True, "answer_1"),
+        ("q1", "J", True, "answer_1"),  # q1 swapped: repeats agree, the same answer: consistent across orders
+        ("q2", "J", False, "answer_1"),
+        ("q2", "J", False, "answer_2"),  # q2 first order: repeats differ
+        ("q2", "J", True, "answer_2"),
+        ("q2", "J", True, "answer_2"),  # swapped: answer 2 (shown first) both times
+    ]
+    ratings = pd.DataFrame(rows, columns=["item", "rater", "swapped", "value"])
+    ratings = ratings.assign(rater_kind="judge", pool="", field="preference")
+    table = consistency_table(ratings, study="S")
+    assert list(table.columns) == CONSISTENCY_COLUMNS
+    by_check = table.set_index("check")
+    # Repeats within one order: (q1, first), (q1, swapped), (q2, swapped) agree, (q2, first) does not: 3 of 4.
+    assert by_check.loc["repeats", "n_items"] == 4 and by_check.loc["repeats", "share"] == pytest.approx(0.75)
+    assert by_check.loc["repeats", "mean_pairwise_agreement"] == pytest.approx(0.75)
+    # Orders: q1 answer 1 both; q2's first order ties 1:1 (the first seen, answer 1, wins) vs answer 2: 1 of 2.
+    assert by_check.loc["display_order", "n_items"] == 2 and by_check.loc["display_order", "share"] == 0.5
+    # As shown: q1 answer_1, answer_1, answer_2 x2 (swapped back); q2 answer_1, answer_2, answer_1 x2: 5 of 8 first.
+    assert by_check.loc["display_order", "first_shown_share"] == pytest.approx(5 / 8)
+
+    one_order = consistency_table(ratings[~ratings["swapped"]].drop(columns="swapped"), study="S")
+    assert one_order["check"].tolist() == ["repeats"]
 
 
 def test_position_consistency_maps_swapped_verdicts_back_to_the_answer_named():

@@ -11,7 +11,7 @@ from django.urls import reverse
 from django.utils.html import escape
 
 from analysis import judge_page as judge_page_module
-from analysis.judge_agreement import AGREEMENT_COLUMNS
+from analysis.judge_agreement import AGREEMENT_COLUMNS, CONSISTENCY_COLUMNS, PLACE_COLUMNS
 from analysis.judge_page import cache_key
 from studies.assignment import withdraw_assignment
 from studies.judges import record_judge_reply
@@ -80,6 +80,13 @@ def test_the_analyst_sees_the_agreement_table_and_the_flagged_group(client, anal
     assert levels == ["", "race=Black", "race=White"]
     assert all(len(row.cells) == 3 and row.cells[2] != "—" for row in response.context["assisted"])
     assert "Stand-in judge" in response.context["plot_text"]
+    # The judge among individual people: both physicians agree with each other throughout, the judge does not.
+    [place] = response.context["places"]
+    assert (place.judge, place.pool, place.n_people, place.rank) == ("Stand-in judge", "Physician", 2, "3 of 3")
+    assert place.people_range == "1.00–1.00" and place.share_matched == "0%"
+    assert "0 of 2 people agree more often" not in place.sentence and "2 of 2 people agree more often" in place.sentence
+    assert escape(place.sentence) in page and "data-place" in page
+    assert response.context["consistency"] == [] and "Nothing to check: no judge rated an item twice" in page
 
 
 def test_the_items_where_judge_and_people_disagree_come_with_both_rationales(client, analyst, judged_study):
@@ -150,6 +157,10 @@ def test_the_csv_downloads_have_the_contract_columns(client, analyst, judged_stu
     rows = pd.read_csv(io.BytesIO(b"".join(assisted.streaming_content)), keep_default_na=False)
     assert list(rows.columns)[: len(CONTRACT_ASSISTED)] == CONTRACT_ASSISTED
     assert set(rows["method"]) == {"human_only", "judge_only", "ppi"}
+    place = client.get(reverse("analysis:judge_table_csv", args=[judged_study.pk, "judge_place"]))
+    consistency = client.get(reverse("analysis:judge_table_csv", args=[judged_study.pk, "judge_consistency"]))
+    assert list(pd.read_csv(io.BytesIO(b"".join(place.streaming_content))).columns) == PLACE_COLUMNS
+    assert list(pd.read_csv(io.BytesIO(b"".join(consistency.streaming_content))).columns) == CONSISTENCY_COLUMNS
     assert client.get(f"/analysis/studies/{judged_study.pk}/judges/other.csv").status_code == 404
 
 

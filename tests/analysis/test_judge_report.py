@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 from django.core.management import call_command
 
-from analysis.judge_agreement import AGREEMENT_COLUMNS
-from analysis.judge_report import NOT_RANDOM, judge_labels, rated_fields, slice_note
+from analysis.judge_agreement import AGREEMENT_COLUMNS, CONSISTENCY_COLUMNS, PLACE_COLUMNS
+from analysis.judge_report import NOT_RANDOM, TABLE_ATTRIBUTES, judge_labels, rated_fields, slice_note
 from analysis.results import results_table
 from studies.judges import record_judge_reply
 from studies.models import Judge
@@ -125,13 +125,22 @@ def test_analyze_study_writes_agreement_and_judge_assisted_tables(judged_study, 
     rated = results[results["field"] == "bias_presence"].drop_duplicates("item")
     assert people_rate == pytest.approx((rated["value"] != "no_bias").mean())
 
+    place = pd.read_csv(tmp_path / "judge_place.csv", keep_default_na=False)
+    assert list(place.columns) == PLACE_COLUMNS
+    row = place[place["metric"] == "percent_agreement"].iloc[0]
+    # The two physicians agree on every item, so each matches the other's label throughout; the judge does not.
+    assert (row["judge"], row["pool"], row["n_people"], row["people_mean"]) == ("Stand-in judge", "Physician", 2, 1.0)
+    assert row["judge_score"] < 0.9 and row["rank"] == 3 and row["share_matched"] == 0.0
+    consistency = pd.read_csv(tmp_path / "judge_consistency.csv", keep_default_na=False)
+    assert list(consistency.columns) == CONSISTENCY_COLUMNS and consistency.empty  # one reply per item, one order
+
 
 def test_no_judge_tables_without_judge_ratings(tmp_path):
     study = StudyFactory(kind="independent", name="People only")
     item = IndependentItemFactory(study=study)
     rate(item, OnboardedRaterFactory(pool="physician").rater_profile, independent("no_bias"))
     call_command("analyze", "--study", str(study.pk), "--out", str(tmp_path))
-    assert not (tmp_path / "agreement.csv").exists() and not (tmp_path / "judge_assisted.csv").exists()
+    assert not [path.name for path in tmp_path.glob("*.csv") if path.stem in TABLE_ATTRIBUTES]
 
 
 def test_judge_assisted_rows_say_whether_peoples_items_were_a_random_slice(judged_study, tmp_path):

@@ -6,10 +6,12 @@ from analysis.judge_agreement import AGREEMENT_COLUMNS
 from analysis.judge_summary import (
     agreement_sections,
     assisted_rows,
+    consistency_rows,
     disagreements,
     estimate_text,
     flagged_findings,
     p_text,
+    place_rows,
 )
 from analysis.ppi import JUDGE_ASSISTED_COLUMNS
 
@@ -89,10 +91,47 @@ def test_disagreements_rank_items_by_the_share_of_people_differing_from_the_judg
         ],
         columns=["item", "rater", "rater_kind", "pool", "field", "value", "race"],
     )
-    found = disagreements(labels)
+    found = disagreements(labels, factors=["race"])
     assert [(d.item, d.judge_value, d.people_majority, d.disagreeing, d.levels) for d in found] == [
         (1, "yes", "no", 1.0, "race=Black"),
         (2, "no", "no or yes", 0.5, "race=White"),
     ]
     assert found[0].people_values == "no ×2"
     assert len(disagreements(labels, limit=1)) == 1
+
+
+def test_place_rows_state_the_judges_rank_among_people_and_consistency_rows_name_the_check():
+    place = pd.DataFrame(
+        [
+            {"study": "S", "field": "bias", "judge": "J", "pool": "Physician", "metric": "percent_agreement",
+             "n_people": 4, "n_items": 24, "judge_score": 0.9, "people_mean": 0.8, "people_min": 0.6,
+             "people_max": 0.95, "rank": 2, "percentile": 62.5, "share_matched": 0.75},
+            {"study": "S", "field": "bias", "judge": "J", "pool": "Physician", "metric": "cohen_kappa",
+             "n_people": 4, "n_items": 24, "judge_score": 0.5, "people_mean": 0.4, "people_min": 0.1,
+             "people_max": 0.9, "rank": 2, "percentile": 62.5, "share_matched": 0.75},
+            {"study": "S", "field": "bias", "judge": "J", "pool": "Consumer", "metric": "percent_agreement",
+             "n_people": 0, "n_items": 0, "judge_score": None, "people_mean": None, "people_min": None,
+             "people_max": None, "rank": None, "percentile": None, "share_matched": None},
+        ]
+    )  # fmt: skip
+    shown, missing = place_rows(place)
+    assert (shown.judge_score, shown.people_mean, shown.people_range) == ("0.90", "0.80", "0.60–0.95")
+    assert (shown.rank, shown.share_matched) == ("2 of 5", "75%")
+    assert shown.sentence == (
+        "J agrees with the majority of Physician raters 90% of the time; "
+        "1 of 4 people agree more often with the majority of the others."
+    )
+    assert missing.rank == "—" and missing.sentence.startswith("Not estimable")
+
+    consistency = pd.DataFrame(
+        [
+            {"study": "S", "field": "bias", "judge": "J", "check": "repeats", "n_items": 10, "share": 0.9,
+             "mean_pairwise_agreement": 0.95, "first_shown_share": None},
+            {"study": "S", "field": "pref", "judge": "J", "check": "display_order", "n_items": 8, "share": 0.5,
+             "mean_pairwise_agreement": None, "first_shown_share": 0.7},
+        ]
+    )  # fmt: skip
+    repeats, orders = consistency_rows(consistency)
+    assert (repeats.check, repeats.share, repeats.detail) == ("Repeats agree", "90%", "mean pairwise agreement 0.95")
+    assert (orders.check, orders.n_items, orders.share) == ("Verdict survives swapping the answers", 8, "50%")
+    assert orders.detail == "70% of position verdicts name the answer shown first"

@@ -99,9 +99,9 @@ class Command(BaseCommand):
         report = services.judge_report(study, seed=seed)
         if report is None:
             return
-        for name, table in (("agreement.csv", report.agreement), ("judge_assisted.csv", report.judge_assisted)):
-            table.to_csv(out / name, index=False)
-            self.stdout.write(f"{name}: {len(table)} rows")
+        for name, table in report.tables().items():
+            table.to_csv(out / f"{name}.csv", index=False)
+            self.stdout.write(f"{name}.csv: {len(table)} rows")
 
     def _write_plans(self, chosen, out: Path, verbosity: int, study=None) -> None:
         if study is not None and not chosen:
