@@ -548,3 +548,89 @@ class PromptRecipe(models.Model):
             added["examples_holdout"] = self.examples_holdout
             added["examples_from_evaluated"] = self.examples_from_evaluated
         return added
+
+
+class QuestionStep(models.Model):
+    """One step of a chain of generated questions (DESIGN.md, "MEDIC"; datasets/chains/): a model source asks its
+    recipe of every input question, once per expansion (the levels the step adds, e.g. a style) and sample, and
+    each reply becomes a question of the output dataset made from the input (`Question.base`).
+
+    The input is a dataset (optionally only the questions at `input_levels`), or the questions the step `after`
+    makes. What a step asks (`RECIPE`) is fixed once it has made a question: a changed recipe is a new step.
+    """
+
+    class Start(models.TextChoices):
+        FLOW = "flow", "On each question the step before makes"
+        AFTER = "after", "When the step before has finished"
+
+    name = models.CharField(max_length=200, unique=True)
+    description = models.TextField(blank=True)
+    source = models.ForeignKey(
+        AnswerSource, on_delete=models.PROTECT, related_name="question_steps",
+        help_text="The model source whose endpoint is asked (its model, temperature, max tokens, limits).",
+    )  # fmt: skip
+    recipe = models.ForeignKey(
+        PromptRecipe, on_delete=models.PROTECT, related_name="question_steps",
+        help_text="The request: its item template over {question} (the input's text), the input's metadata fields, "
+        "the expansion's levels and the step's phrases.",
+    )  # fmt: skip
+    input_dataset = models.ForeignKey(
+        Dataset, null=True, blank=True, on_delete=models.PROTECT, related_name="question_steps_reading",
+        help_text="The input questions (empty: the questions of the step `after`).",
+    )  # fmt: skip
+    input_levels = models.JSONField(
+        default=dict, blank=True, help_text='Only the input questions at these levels, e.g. {"step": "desire"}.'
+    )
+    after = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.PROTECT, related_name="next_steps",
+        help_text="The step whose questions are this step's input.",
+    )  # fmt: skip
+    start = models.CharField(max_length=10, choices=Start.choices, default=Start.FLOW)
+    output = models.ForeignKey(Dataset, on_delete=models.PROTECT, related_name="question_steps_writing")
+    expansions = models.JSONField(
+        default=list, blank=True,
+        help_text='The levels each input is asked under, one request each: [{"style": "standard"}, ...]; empty: once.',
+    )  # fmt: skip
+    phrases = models.JSONField(
+        default=dict, blank=True,
+        help_text='Named texts the template may use, chosen by an expansion level: {"extra_string": {"factor": '
+        '"style", "cases": {"standard": ""}, "default": ", who {style},"}}.',
+    )  # fmt: skip
+    output_levels = models.JSONField(
+        default=dict, blank=True, help_text='Levels every output question gets, e.g. {"step": "restyled"}.'
+    )
+    samples = models.PositiveSmallIntegerField(default=1, help_text="Replies kept apart per input and expansion.")
+    seed = models.IntegerField(default=0, help_text="Sent as the request's seed (plus the sample number).")
+    parameters = models.JSONField(
+        default=dict, blank=True, help_text="The source's and recipe's settings when the step first ran."
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    RECIPE = ("source_id", "recipe_id", "input_dataset_id", "input_levels", "after_id", "output_id", "expansions",
+              "phrases", "output_levels", "samples", "seed")  # fmt: skip
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(input_dataset__isnull=False) | Q(after__isnull=False), name="question_step_has_input"
+            ),
+            # A step's output is its own: external ids are unique per (input, expansion, sample), not per step.
+            models.UniqueConstraint(fields=["output"], name="question_step_own_output"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def save(self, *args, **kwargs):
+        # What a step asks is part of what its questions mean: fixed once it has made one.
+        if self.pk is not None:
+            stored = QuestionStep.objects.get(pk=self.pk)
+            changed = [name for name in self.RECIPE if getattr(stored, name) != getattr(self, name)]
+            if changed and stored.made_any():
+                raise ValidationError(f"The step {stored} has made questions, so {', '.join(changed)} cannot change: "
+                                      "add a new step.")  # fmt: skip
+        super().save(*args, **kwargs)
+
+    def made_any(self) -> bool:
+        return self.output.questions.filter(metadata__step_id=self.pk).exists()

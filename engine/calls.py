@@ -129,7 +129,7 @@ def send(endpoint: Connection, request: registry.Request) -> Completion:
     common = {
         "base_url": endpoint.base_url, "model": body.get("model", ""), "temperature": body.get("temperature"),
         "max_tokens": body.get("max_tokens", 1024), "timeout": endpoint.request_timeout_seconds,
-        "api_key_env": endpoint.api_key_env, "stop": body.get("stop"),
+        "api_key_env": endpoint.api_key_env, "stop": body.get("stop"), "seed": body.get("seed"),
     }  # fmt: skip
     if request.mode == "completion":
         return text_completion(prompt=body["prompt"], logprobs=body.get("logprobs"), **common)

@@ -105,6 +105,7 @@ def chat_completion(
     top_logprobs: int | None = None,
     stop: list[str] | None = None,
     response_format: dict | None = None,
+    seed: int | None = None,
 ) -> Completion:
     """POST {base_url}/chat/completions and return the first choice; raises LLMError.
 
@@ -117,6 +118,8 @@ def chat_completion(
         body["stop"] = list(stop)
     if response_format:
         body["response_format"] = response_format
+    if seed is not None:  # the sampling seed (OpenAI, llama.cpp and vLLM honour it): each sample its own draw
+        body["seed"] = seed
     if logprobs:
         body["logprobs"] = True
         if top_logprobs:
@@ -149,6 +152,7 @@ def text_completion(
     api_key_env: str = "",
     logprobs: int | None = None,
     stop: list[str] | None = None,
+    seed: int | None = None,
 ) -> Completion:
     """POST {base_url}/completions (one prompt text, no chat template) and return the first choice.
 
@@ -160,6 +164,8 @@ def text_completion(
         body["stop"] = list(stop)
     if logprobs:
         body["logprobs"] = logprobs
+    if seed is not None:
+        body["seed"] = seed
     payload, latency_ms = _post(base_url, "/completions", body, timeout=timeout, api_key_env=api_key_env)
     try:
         choice = payload["choices"][0]

@@ -101,6 +101,9 @@ class FakeLLM:
         schema = judge_schema(question) or getattr(self._local, "schema", None)
         if schema is not None:
             return self.judge_reply(question, schema)
+        made = generation_reply(question, getattr(self._local, "seed", None))
+        if made is not None:
+            return made
         letters = multiple_choice_letters(question)
         if letters:
             return letters[int(hashlib.sha256(question.encode()).hexdigest(), 16) % len(letters)]
@@ -121,6 +124,7 @@ class FakeLLM:
         response_format = body.get("response_format") or {}
         self._local.schema = (response_format.get("json_schema") or {}).get("schema")
         self._local.model = body.get("model")
+        self._local.seed = body.get("seed")
         refused = "REFUSE" in question
         if not refused and is_qpain_prompt(question):
             return 200, qpain_response(body, question, request_number=len(self.requests))
@@ -193,6 +197,47 @@ class FakeLLM:
                 pass
 
         return Handler
+
+
+# --- Generation steps (datasets/chains) -------------------------------------------------------------------
+
+# The last words of MEDIC's templates (datasets/medic/SOURCE.md): what the model is asked to make.
+ASKS_QUESTION = "One possible question the patient might ask the chatbot is:"
+ASKS_TOPIC = "another topic that the patient may want the chatbot to help him/her with is:"
+ASKS_RESTYLE = "One possible way to re-write the sentence"
+TOPIC = re.compile(r"help him/her with the topic (?:of )?(.*?)\.\s*(?:\n|One|Giving|Please)", re.DOTALL)
+SENTENCE = re.compile(r're-write the sentence "(.*)"(?: in the style of someone who (.*?),)? is:', re.DOTALL)
+QUESTION_FORMS = ("What can I do about {topic}?", "Is it safe to handle {topic} at home?",
+                  "Who should I see about {topic}?")  # fmt: skip
+TOPIC_FORMS = ("{topic} during sleep", "{topic} at work", "{topic} with family")
+
+
+def generation_reply(prompt: str, seed: object) -> str | None:
+    """A stand-in's reply to a generation step's prompt: a patient question about the prompt's topic, another
+    topic, or the sentence restyled (lower case, upper case, typos or a greeting, by the style), varied by the
+    request's seed so samples differ; None for any other prompt."""
+    # Consecutive seeds (a step's samples) give consecutive forms: up to three samples differ.
+    draw = int(hashlib.sha256(prompt.encode()).hexdigest(), 16) + (seed if isinstance(seed, int) else 0)
+    if ASKS_QUESTION in prompt or ASKS_TOPIC in prompt:
+        found = TOPIC.search(prompt)
+        topic = (found.group(1) if found else "my symptoms").strip().rstrip(".")
+        forms = QUESTION_FORMS if ASKS_QUESTION in prompt else TOPIC_FORMS
+        return forms[draw % len(forms)].format(topic=topic)
+    if ASKS_RESTYLE in prompt:
+        found = SENTENCE.search(prompt)
+        if found is None:
+            return None
+        sentence, style = found.group(1), (found.group(2) or "").lower()
+        opening = ("Hi, ", "Quick question: ", "Hello! ")[draw % 3]
+        if "no capitalization" in style:
+            return (opening + sentence).lower()
+        if "excessive capitalization" in style:
+            return (opening + sentence).upper()
+        if "typos" in style:
+            words = sentence.split()
+            sentence = " ".join(word[:-1] if len(word) > 4 and i % 2 else word for i, word in enumerate(words))
+        return opening + sentence
+    return None
 
 
 # --- Judges ----------------------------------------------------------------------------------------------
