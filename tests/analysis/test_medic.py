@@ -348,3 +348,18 @@ def test_medic_observations_refuses_a_harm_that_is_not_a_number():
     results = pd.DataFrame([_result(1, "olmo-hallucination", "hallucinations", _span("severe"), {})])
     with pytest.raises(ValueError, match="numeric 'harm'"):
         medic_observations(results, judge_models={"olmo-hallucination": "olmo"}, factors=[])
+
+
+def test_two_judges_of_one_model_are_averaged_not_summed():
+    results = pd.DataFrame(
+        [
+            _result(1, "qwen-a", "omissions", _span(2), {}),
+            _result(1, "qwen-a", "omissions", _span(4), {}),
+            _result(1, "qwen-b", "omissions", "", {}),
+        ]
+    )
+    obs = medic_observations(results, judge_models={"qwen-a": "qwen", "qwen-b": "qwen"}, factors=[])
+    means = judge_means(obs, study="medic", factors=[]).set_index("outcome")
+    assert means.loc["omissions", "mean"] == 1.0  # (2 + 0) / 2
+    assert means.loc["omission_harm", "mean"] == 3.0  # only qwen-a found any
+    assert (means["n"] == 1).all()
