@@ -30,6 +30,7 @@ from scoring import scorers
 from .assignment import AssignmentError, build_items
 from .models import Judge, Rating, RubricVersion, Study, StudyJudge, StudyPool
 from .study_schema import check, complete, study_schema
+from .study_steps import apply_steps, check_steps, step_outputs
 from .study_yaml import Parsed, Path, Problem, StudyFileError, dump_yaml, parse_yaml, read_yaml
 
 MAX_FILE_BYTES = 512 * 1024
@@ -129,6 +130,7 @@ class _Checker:
         self.problems.append(Problem(self.parsed.line(path), path, message))
 
     def run(self) -> _Resolved:
+        check_steps(self.definition.get("steps", []), self.problem)
         self.questions()
         self.conditions()
         self.scorers()
@@ -159,9 +161,12 @@ class _Checker:
             entry["variant_run"]["base_dataset"] for entry in entries if entry["variant_run"]
         }
         stored = {dataset.name: dataset for dataset in Dataset.objects.filter(name__in=names)}
+        made_by_steps = step_outputs(self.definition.get("steps", []))
         for index, entry in enumerate(entries):
             name, path = entry["dataset"], ("questions", index)
-            if name in stored:
+            if name in made_by_steps and name not in stored:
+                self.resolved.datasets.setdefault(name, None)  # the file's steps make it
+            elif name in stored:
                 self.resolved.datasets[name] = stored[name]
                 self.levels(stored[name], entry["levels"], (*path, "levels"))
             elif entry["imported"]:
@@ -551,8 +556,13 @@ def judge_entry(judge: Judge) -> dict[str, Any]:
 
 
 def _create_declared(definition: dict[str, Any], resolved: _Resolved) -> list[str]:
-    """The datasets and sources the file declares as imported and the database lacks, created empty."""
-    created = []
+    """The datasets and sources the file declares as imported and the database lacks, created empty, and the
+    file's steps (with the datasets they write to)."""
+    steps_note = f"Created by the study file of {definition['name']!r}: its generation steps fill it."
+    created = apply_steps(definition.get("steps", []), steps_note)
+    for name in list(resolved.datasets):
+        if resolved.datasets[name] is None and Dataset.objects.filter(name=name).exists():  # a step's output
+            resolved.datasets[name] = Dataset.objects.get(name=name)
     note = f"Created empty by the study file of {definition['name']!r}: an import of released outputs fills it."
     for name, dataset in resolved.datasets.items():
         if dataset is None:

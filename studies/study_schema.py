@@ -19,7 +19,7 @@ from .study_yaml import Path
 SCHEMA_FILE = FilePath(__file__).with_name("study_file_schema.json")
 ANNOTATIONS = {"$schema", "title", "description", "default"}
 # Top-level keys added after files were committed: kept only when not empty.
-OMITTED_WHEN_EMPTY = ("judges", "references")
+OMITTED_WHEN_EMPTY = ("steps", "judges", "references")
 KEYWORDS = {"type", "properties", "required", "additionalProperties", "items", "enum", "minimum", "maximum",
             "minLength", "maxLength"}  # fmt: skip
 TYPE_NAMES = {

@@ -203,6 +203,21 @@ def submit_for(step: QuestionStep, inputs: list[Question] | None) -> int:
         return submitted + engine_calls.requeue(again)
 
 
+def unfinished(step: QuestionStep) -> bool:
+    return Call.objects.filter(kind=KIND, batch=batch_of(step.pk), status__in=engine_calls.UNFINISHED).exists()
+
+
+def run_steps(chain: list[QuestionStep]) -> dict[str, int]:
+    """Queue what the chain's steps have not asked yet, in order; {step name: calls queued}. A step on a dataset
+    or flowing from the one before is submitted now (its input so far; a flowing step gets the rest as it is
+    made); one that starts after the step before waits until that one has nothing unfinished."""
+    queued = {}
+    for step in chain:
+        waiting = step.after_id is not None and step.start == QuestionStep.Start.AFTER and unfinished(step.after)
+        queued[step.name] = 0 if waiting else submit_step(step)
+    return queued
+
+
 def advance_if_finished(step_id, *, besides: int | None = None) -> int:
     """When the step's batch has nothing unfinished (but `besides`), queue the steps that start after it; how
     many calls were queued. Under the step's row lock, so of two calls ending at once one sees the other."""
