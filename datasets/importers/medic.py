@@ -94,6 +94,8 @@ def read_records(file: MedicFile, errors: RowErrors, counts: dict[str, int]) -> 
             known = ", ".join(TYPES)
             found = f"unknown type {kind!r}" if "type" in value else "no type"
             errors.add(0, f"{where}: {found}; each record names its type: {known}")
+            if isinstance(value.get("metadata"), str):  # the malformed fixture's second line has both faults
+                errors.add(0, f"{where}: metadata must be a JSON object, found a string")
             continue
         counts[kind] = counts.get(kind, 0) + 1
         for record_or_problem in _records(value, where, file.name):
@@ -114,9 +116,11 @@ def _records(value: dict, where: str, filename: str) -> Iterator[Record | str]:
     metadata = value.get("metadata")
     if metadata is None and kind != PROMPT:
         metadata = {}
+    if metadata is None:
+        yield f"{where}: a Prompt needs metadata naming its source (Desire_source_id or Prompt_source_id)"
+        return
     if not isinstance(metadata, dict):
-        what = "a string" if isinstance(metadata, str) else "missing" if metadata is None else "not an object"
-        yield f"{where}: metadata must be a JSON object, found {what}"
+        yield f"{where}: metadata must be a JSON object, found {'a string' if isinstance(metadata, str) else 'other'}"
         return
     if kind == ANSWER:
         yield _answer(value, text, metadata, where, filename)
