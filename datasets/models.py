@@ -17,7 +17,7 @@ from jobs.models import Job
 def text_fingerprint(text: str) -> str:
     """SHA-256 of the text with surrounding whitespace removed.
 
-    Questions are unique per dataset by text; texts can be longer than a btree
+    Plain questions (no base, no levels) are unique per dataset by text; texts can be longer than a btree
     index allows on PostgreSQL, so uniqueness is enforced on this hash.
     """
     return hashlib.sha256(text.strip().encode("utf-8")).hexdigest()
@@ -75,7 +75,14 @@ class Question(models.Model):
         ordering = ["dataset", "id"]
         constraints = [
             models.UniqueConstraint(fields=["dataset", "external_id"], name="question_unique_external_id"),
-            models.UniqueConstraint(fields=["dataset", "text_hash"], name="question_unique_text"),
+            # A plain question (no base, no levels) is unique by text. One that carries a base or levels is known
+            # by its id: two of MEDIC's restyled samples, or two of its desires, can be one text and still be
+            # two records of the chain (datasets/DESIGN.md, "MEDIC import").
+            models.UniqueConstraint(
+                fields=["dataset", "text_hash"],
+                condition=Q(base__isnull=True, levels={}),
+                name="question_unique_plain_text",
+            ),  # fmt: skip
         ]
 
     def __str__(self) -> str:

@@ -1,3 +1,4 @@
+import re
 from dataclasses import dataclass
 
 MAX_REPORTED_ERRORS = 200
@@ -19,11 +20,18 @@ class RowError:
         return {"line": self.line, "message": self.message}
 
 
+def _reading_order(error: RowError) -> tuple:
+    """By line, then by message with its numbers as numbers: "a.jsonl, line 9" comes before "a.jsonl, line 10"
+    (importers of several files name the file and line in the message, on line 0)."""
+    parts = re.split(r"(\d+)", error.message)
+    return error.line, [(0, int(part), "") if part.isdigit() else (1, 0, part) for part in parts]
+
+
 class ImportRejected(Exception):
     """The file was not imported; `errors` says why, by line."""
 
     def __init__(self, errors: list[RowError], *, omitted: int = 0):
-        self.errors = sorted(errors)
+        self.errors = sorted(errors, key=_reading_order)
         self.omitted = omitted  # problems found but not kept
         super().__init__(self.summary())
 

@@ -26,6 +26,17 @@ def test_question_text_is_unique_within_a_dataset():
 
 
 @pytest.mark.django_db
+def test_questions_with_a_base_or_levels_may_repeat_a_text_under_other_ids():
+    """MEDIC's restyled samples (and desires) repeat texts: each record stays a question, known by its id."""
+    base = QuestionFactory(text=TEXT)
+    QuestionFactory(dataset=base.dataset, text=TEXT, base=base, levels={"style": "a"})
+    QuestionFactory(dataset=base.dataset, text=TEXT, base=base, levels={"style": "b"})
+    QuestionFactory(dataset=base.dataset, text=TEXT, levels={"step": "desire"})
+
+    assert Question.objects.filter(dataset=base.dataset, text=TEXT).count() == 4
+
+
+@pytest.mark.django_db
 def test_the_same_question_text_is_fine_in_another_dataset():
     QuestionFactory(text=TEXT)
 
