@@ -13,7 +13,7 @@ usable question this step stores, in the store's transaction; one that starts `a
 this step's batch has nothing unfinished, decided under this step's row lock (as a generation job ends).
 """
 
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.db.models import Count
 from django.utils import timezone
 
@@ -21,7 +21,7 @@ import engine
 from engine import calls as engine_calls
 from engine.models import Call
 
-from ..models import Question, QuestionStep, text_fingerprint
+from ..models import Dataset, Question, QuestionStep, text_fingerprint
 from ..recipes import QuestionView, RecipeError, render_prompt, request_body
 from . import steps, usable
 
@@ -120,9 +120,15 @@ def keep_question(step, question, expansion, sample, *, call, completion) -> dic
         return {"empty": True, "raw": completion.text}
     external_id = steps.output_external_id(question.external_id, expansion, sample)
     output = step.output
+    # One store per output dataset at a time (the lock is held until the engine's transaction commits), so two
+    # calls making the same text at once see each other: MEDIC keeps identical questions once.
+    Dataset.objects.select_for_update().filter(pk=output.pk).first()
     found = output.questions.filter(external_id=external_id).first()
     if found is not None:  # a second store of this call (its lease ran out): the first one's question stands
         return {"question": found.pk, "new": False}
+    same_text = output.questions.filter(text_hash=text_fingerprint(text)).first()
+    if same_text is not None:
+        return {"question": same_text.pk, "new": False, "duplicate": True}
     verdict = usable.check(text)
     metadata = {
         "step": step.name, "step_id": step.pk, "sample": sample, "expansion": expansion,
@@ -131,19 +137,8 @@ def keep_question(step, question, expansion, sample, *, call, completion) -> dic
         "made_at": timezone.now().isoformat(), **verdict.as_metadata(),
     }  # fmt: skip
     levels = steps.output_levels(question.levels or {}, expansion, step.output_levels or {})
-    try:
-        with transaction.atomic():
-            made = Question.objects.create(dataset=output, external_id=external_id, text=text, metadata=metadata,
-                                           base=question, levels=levels)  # fmt: skip
-    except IntegrityError:
-        # Either another store of this call made it meanwhile, or the output holds the text already.
-        again = output.questions.filter(external_id=external_id).first()
-        if again is not None:
-            return {"question": again.pk, "new": False}
-        same_text = output.questions.filter(text_hash=text_fingerprint(text)).first()
-        if same_text is not None:
-            return {"question": same_text.pk, "new": False, "duplicate": True}
-        raise
+    made = Question.objects.create(dataset=output, external_id=external_id, text=text, metadata=metadata,
+                                   base=question, levels=levels)  # fmt: skip
     return {"question": made.pk, "new": True}
 
 

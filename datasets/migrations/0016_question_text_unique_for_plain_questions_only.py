@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('datasets', '0013_source_structured_output'),
+        ('datasets', '0015_medic_recipes'),
     ]
 
     operations = [
