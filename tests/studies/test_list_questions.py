@@ -58,8 +58,8 @@ def test_the_definition_with_a_list_question_is_valid_and_a_broken_one_names_eac
         "question 'l': field 'c': 'type' must be one of: quote, text, scale, number",
         "question 'l': field 'd': 'labels' must map numbers from 0 to 2 to texts",
     ]
-    conditioned = {**RUBRIC, "questions": [*RUBRIC["questions"], {"key": "z", "type": "text", "label": "Z",
-                                                                  "condition": {"question": "findings", "in": [1]}}]}  # fmt: skip
+    gated = {"key": "z", "type": "text", "label": "Z", "condition": {"question": "findings", "in": [1]}}
+    conditioned = {**RUBRIC, "questions": [*RUBRIC["questions"], gated]}
     assert definition_problems(conditioned) == ["question 'z': a condition cannot depend on a list question"]
 
 
@@ -159,7 +159,8 @@ def test_the_form_shows_stored_entries_and_empty_rows_and_reads_them_back():
     html = str(form(initial={"findings": [FOUND]})["findings"])
     assert 'name="findings-0-snippet"' in html and ">Antibiotics cure the flu.</textarea>" in html
     assert '<option value="4" selected>4</option>' in html and '<option value="7">7 life-threatening</option>' in html
-    assert 'type="number" id="id_findings-0-confidence" name="findings-0-confidence" value="0.9" min="0" max="1"' in html
+    number = 'type="number" id="id_findings-0-confidence" name="findings-0-confidence" value="0.9" min="0" max="1"'
+    assert number in html
     assert 'name="findings-1-snippet"' in html and 'name="findings-2-snippet"' not in html  # max_items 2
     assert "Quote the selected text" in html and html.count("<legend>Finding ") == 2
 

@@ -5,7 +5,6 @@ be copied from the answer), its recipe names the part, and study files and the s
 
 import json
 import re
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -85,7 +84,9 @@ def test_the_judge_prompts_are_medics_system_prompts_with_their_task_description
                 start = None
     task = re.compile(r"\{\w+\.get_task_description_for_system_prompt\(\)\}")
     system = [i for i, block in enumerate(blocks) if task.search(block)]
-    assembled = [task.sub(lambda _: blocks[i + 1], blocks[i]) for i in system]  # the description follows
+    # each system prompt's task description is the next block
+    assembled = [blocks[i][: task.search(blocks[i]).start()] + blocks[i + 1] + blocks[i][task.search(blocks[i]).end() :]
+                 for i in system]  # fmt: skip
     assert assembled == [medic.HALLUCINATION_INSTRUCTIONS, medic.OMISSION_INSTRUCTIONS, medic.TREATMENT_INSTRUCTIONS]
 
 
