@@ -303,7 +303,7 @@ def validate(definition: dict, values: dict, context: ItemContext | None = None,
     for q in questions(definition):
         key = q["key"]
         raw = values.get(key)
-        value, problems = _clean(q, raw, context)
+        value, problems = _clean(q, raw, context, partial=partial)
         if partial:
             if problems:
                 errors[key] = problems
@@ -355,7 +355,7 @@ def _shown(q: dict, cleaned: dict, shown: dict) -> bool | None:
     return any(value in condition["in"] for value in chosen)
 
 
-def _clean(q: dict, raw, context: ItemContext) -> tuple:
+def _clean(q: dict, raw, context: ItemContext, *, partial: bool = False) -> tuple:
     """One answer on its own: (value, problems)."""
     kind = q["type"]
     if kind == "single":
@@ -374,7 +374,7 @@ def _clean(q: dict, raw, context: ItemContext) -> tuple:
             return "", [message(q, "invalid")]
         return _clean_text(raw.strip(), context)
     if kind == "list":
-        return _clean_list(q, raw, context)
+        return _clean_list(q, raw, context, partial=partial)
     return _clean_spans(q, raw, context)
 
 
@@ -447,8 +447,9 @@ def _clean_spans(q: dict, raw, context: ItemContext) -> tuple:
     return ([], problems) if problems else (spans, [])
 
 
-def _clean_list(q: dict, raw, context: ItemContext) -> tuple:
-    """Entries of the question's fields: each field's value cleaned, errors as "<item label> <n>: <field>: ..."."""
+def _clean_list(q: dict, raw, context: ItemContext, *, partial: bool = False) -> tuple:
+    """Entries of the question's fields: each field's value cleaned, errors as "<item label> <n>: <field>: ...".
+    In a draft (`partial`) an entry's required fields may still be empty; each value given is checked."""
     if raw in (None, "", []):
         return [], []
     if not isinstance(raw, list) or not all(isinstance(entry, dict) for entry in raw):
@@ -468,11 +469,12 @@ def _clean_list(q: dict, raw, context: ItemContext) -> tuple:
         cleaned = {}
         for spec in fields:
             value, field_problems = _clean_field(spec, entry.get(spec["key"]), context)
-            if not field_problems and value in (None, "") and spec.get("required"):
+            if not field_problems and value in (None, "") and spec.get("required") and not partial:
                 field_problems = ["required."]
             problems += [f"{name}: {spec['label']}: {p}" for p in field_problems]
             cleaned[spec["key"]] = value
-        if all(value in (None, "") for value in cleaned.values()) and not any(s.get("required") for s in fields):
+        empty = all(value in (None, "") for value in cleaned.values())
+        if empty and not (partial or any(spec.get("required") for spec in fields)):
             problems.append(f"{name}: fill in at least one field.")
         entries.append(cleaned)
     return ([], problems) if problems else (entries, [])

@@ -187,3 +187,15 @@ def test_the_form_refuses_a_quote_typed_wrong_and_says_which_entry():
     assert bound.errors["findings"] == [
         "Finding 1: Snippet: “Aspirin cures all.” does not occur in the answer shown; copy it exactly."
     ]
+
+
+def test_a_draft_keeps_an_entry_still_being_filled_in_but_not_a_quote_of_another_text():
+    half = [{"snippet": "Avoid alcohol.", "note": "", "harm": "", "confidence": ""}]
+    assert validate(RUBRIC, {"findings": half}, CONTEXT, partial=True) == (
+        {"findings": [{"snippet": "Avoid alcohol.", "note": "", "harm": None, "confidence": None}]}, {},
+    )  # fmt: skip
+    assert validate(RUBRIC, {"findings": half}, CONTEXT)[1]["findings"] == ["Finding 1: Harm: required."]
+    typed = [{**half[0], "snippet": "Avoid alcoho"}, {"snippet": "Avoid whisky."}]
+    assert validate(RUBRIC, {"findings": typed}, CONTEXT, partial=True)[1] == {
+        "findings": ["Finding 2: Snippet: “Avoid whisky.” does not occur in the answer shown; copy it exactly."]
+    }
