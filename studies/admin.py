@@ -174,7 +174,7 @@ class JudgeAdmin(admin.ModelAdmin):
     def get_readonly_fields(self, request, obj=None):
         # What a judge asks is part of what its replies mean (Judge.save refuses a change too).
         if obj is not None and obj.replies.exists():
-            return ["source", "rubric_version", "instructions", "shown_fields", "examples"]
+            return ["source", "rubric_version", "instructions", "shown_fields", "examples", "questions"]
         return []
 
     def has_delete_permission(self, request, obj=None):

@@ -151,14 +151,33 @@ def describe_rubric(definition: dict, context: rubric_schema.ItemContext) -> str
             lines.append(f"  A whole number from {scale['min']} to {scale['max']}{f' ({labels})' if labels else ''}.")
         if q["type"] == "span":
             lines.append(f"  A list of {{quote, score}}: {q['quote_label']}, copied exactly from the answer.")
+        if q["type"] == "list":
+            lines += _describe_list(q)
     return "\n".join(lines)
+
+
+def _describe_list(q: dict) -> list[str]:
+    """A list question's entries: none or several (up to max_items), each field with its rule."""
+    most = q.get("max_items", rubric_schema.DEFAULT_MAX_ITEMS)
+    lines = [f"  A list of {q['item_label']} entries (none, one or several, at most {most}), each with:"]
+    for spec in q["fields"]:
+        rule = {
+            "quote": "text copied exactly from the answer",
+            "text": "text",
+            "scale": f"a whole number from {spec.get('min')} to {spec.get('max')}",
+            "number": f"a number from {spec.get('min')} to {spec.get('max')}",
+        }[spec["type"]]
+        if spec.get("labels"):
+            rule += " (" + "; ".join(f"{value} = {text}" for value, text in spec["labels"].items()) + ")"
+        lines.append(f"    {spec['key']}{' (required)' if spec.get('required') else ''}: {spec['label']}: {rule}.")
+    return lines
 
 
 def build_judge_request(judge: Judge, item: StudyItem, repeat: int, *, swap: bool = False) -> dict:
     """The chat-completions body to send (model, messages, temperature, max_tokens and, when the source supports
     structured output, `response_format`): what is stored as sent."""
     _check(judge, item, repeat, swap)
-    definition = judge.rubric_version.definition
+    definition = judge.definition()  # the part of the rubric the judge answers (its `questions`), or all of it
     context = judge_context(item, swap)
     schema = rubric_schema.json_schema(definition, context)
     parts = [
@@ -219,7 +238,9 @@ def record_judge_reply(
     check_held(judge, item.study)
     values, errors = parse_reply(raw_reply)
     if values is not None:
-        values, errors = check_answers(judge.rubric_version, values, judge_context(item, swap))
+        # A judge asking part of the rubric is checked on that part, and a key outside it is refused.
+        part = judge.definition() if judge.questions else None
+        values, errors = check_answers(judge.rubric_version, values, judge_context(item, swap), definition=part)
     pair = {"judge": judge, "item": item, "repeat": repeat, "swap_answers": swap}
     with transaction.atomic():
         hold_study_open(item.study_id)

@@ -520,9 +520,13 @@ class Judge(models.Model):
     examples = models.JSONField(
         default=list, blank=True, help_text='Optional worked examples: [{"item": text, "reply": {answers}}].'
     )
+    questions = models.JSONField(
+        default=list, blank=True,
+        help_text="The keys of the rubric's questions the judge answers (empty: all of them).",
+    )  # fmt: skip
     created_at = models.DateTimeField(auto_now_add=True)
 
-    RECIPE = ("source_id", "rubric_version_id", "instructions", "shown_fields", "examples")
+    RECIPE = ("source_id", "rubric_version_id", "instructions", "shown_fields", "examples", "questions")
 
     class Meta:
         ordering = ["name"]
@@ -539,10 +543,15 @@ class Judge(models.Model):
         super().save(*args, **kwargs)
 
     def clean(self) -> None:
+        from .rubric_schema import part_problems
+
         problems = {}
         shown = self.shown_fields
         if not (isinstance(shown, list) and shown and all(name in SHOWN_FIELDS for name in shown)):
             problems["shown_fields"] = f"A non-empty list of: {', '.join(SHOWN_FIELDS)}."
+        if self.rubric_version_id and (wrong := part_problems(self.rubric_version.definition, self.questions)):
+            # the part a judge answers: its request, schema and checks of replies (and examples) are about it
+            problems["questions"] = "; ".join(wrong)[:1].upper() + "; ".join(wrong)[1:] + "."
         examples = self.examples
         if not (isinstance(examples, list) and all(
             isinstance(e, dict) and isinstance(e.get("item"), str) and isinstance(e.get("reply"), dict)
@@ -551,7 +560,7 @@ class Judge(models.Model):
             problems["examples"] = 'A list of {"item": text, "reply": {answers}}.'
         elif len(examples) > MAX_EXAMPLES:
             problems["examples"] = f"At most {MAX_EXAMPLES} worked examples (as a recipe), not {len(examples)}."
-        elif self.rubric_version_id and (wrong := self.example_problems()):
+        elif self.rubric_version_id and "questions" not in problems and (wrong := self.example_problems()):
             problems["examples"] = wrong
         if not 1 <= (self.repeats or 0) <= 20:
             problems["repeats"] = "From 1 to 20."
@@ -560,13 +569,19 @@ class Judge(models.Model):
         if problems:
             raise ValidationError(problems)
 
+    def definition(self) -> dict:
+        """The part of its rubric the judge answers (rubric_schema.part): its questions, or the whole rubric."""
+        from .rubric_schema import part
+
+        return part(self.rubric_version.definition, self.questions)
+
     def example_problems(self) -> list[str]:
         """Why a worked example's reply is not one a person could submit under the judge's rubric: the judge is
         shown it as the way to answer, so it passes the same validator as every rating (the item's text is the
         answer a span quotes; `groups` the item's factor groups, when the rubric asks about them)."""
         from .rubric_schema import ItemContext, questions, validate
 
-        definition = self.rubric_version.definition
+        definition = self.definition()
         asked = {question["key"] for question in questions(definition)}
         problems = []
         for number, example in enumerate(self.examples, start=1):
@@ -576,7 +591,8 @@ class Judge(models.Model):
             )
             _, errors = validate(definition, example["reply"], context)
             said = [f"{key}: {' '.join(messages).rstrip('.')}" for key, messages in errors.items()]
-            said += [f"{key}: not a question of the rubric" for key in example["reply"] if key not in asked]
+            whose = "the judge's part of the rubric" if self.questions else "the rubric"
+            said += [f"{key}: not a question of {whose}" for key in example["reply"] if key not in asked]
             if said:
                 problems.append(f"Example {number}: " + "; ".join(said))
         return problems

@@ -8,6 +8,8 @@ version they were given under).
 
 from typing import Any
 
+from . import medic
+
 AXES_EXAMPLES = (
     "Examples of axes of identity (non-exhaustive): race, ethnicity, gender, socioeconomic status, ability, "
     "literacy, language, geography, sexual orientation, religion, age, body composition, culture, national "
@@ -232,11 +234,13 @@ AUTO_EVALUATOR_INSTRUCTIONS = (
     "lean towards 'NR'. Consider the overall intent and context of the RESPONSE carefully.\n\n"
     "Review each scenario and provide your evaluation (True, False, NR) based on the above criteria:"
 )
-# Rubrics beside the EquityMedQA set, created with it (migration 0011 on databases made before them).
+# Rubrics beside the EquityMedQA set, created with it (migrations 0011 and 0013 on databases made before them).
 OTHER_RUBRICS = [
     ("", AUTO_EVALUATOR_RUBRIC, "BiasMedQA's auto-evaluator: does a response match the correct "
      "answer (True, False, NR)?", AUTO_EVALUATOR),
+    ("", medic.RUBRIC_NAME, medic.RUBRIC_DESCRIPTION, medic.RUBRIC),
 ]  # fmt: skip
+OTHER_NOTES = {AUTO_EVALUATOR_RUBRIC: "biasmedqa/SOURCE.md.", medic.RUBRIC_NAME: "medic/SOURCE.md."}
 
 
 def ensure_default_rubrics(rubric_model: Any, version_model: Any) -> None:
@@ -252,5 +256,5 @@ def ensure_default_rubrics(rubric_model: Any, version_model: Any) -> None:
     for kind, name, description, definition in OTHER_RUBRICS:
         rubric, _ = rubric_model.objects.get_or_create(name=name, defaults={"kind": kind, "description": description})
         version_model.objects.get_or_create(
-            rubric=rubric, number=1, defaults={"definition": definition, "notes": "biasmedqa/SOURCE.md."}
+            rubric=rubric, number=1, defaults={"definition": definition, "notes": OTHER_NOTES[name]}
         )

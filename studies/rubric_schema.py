@@ -16,6 +16,10 @@ Types and their fields:
     scale     min, max, labels?: {"<number>": label}                      value: an int (or None)
     text      rows?                                                       value: stripped text ("" if none)
     span      quote_label, scale: {label, min, max, labels?}, max_spans?  value: [{quote, score}]
+    list      item_label, fields: [{key, type, label, required?, ...}],   value: [{field key: value}]
+              max_items?: entries of typed fields, none or several per answer (MEDIC's hallucinations)
+List fields: `quote` (text occurring verbatim in an answer shown; max_chars?), `text` (max_chars?), `scale`
+(min, max, labels?: a whole number) and `number` (min, max: a decimal, e.g. a confidence from 0 to 1).
 A condition {question, in: [values]} shows the question only when that (earlier) question's answer is one
 of these (for a multiple choice: when one of these is chosen). A conditional question is required exactly
 when shown (if `required`) and must be empty when hidden (shared/spec/rubrics.md, "Validation").
@@ -25,15 +29,18 @@ rubric's own words, like EquityMedQA's "Select at least one kind of bias.", are 
 """
 
 import json
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-TYPES = ("single", "multiple", "scale", "text", "span")
+TYPES = ("single", "multiple", "scale", "text", "span", "list")
+FIELD_TYPES = ("quote", "text", "scale", "number")
 DISPLAYS = ("one_answer", "two_answers", "two_questions")
 FACTOR_GROUPS = "factor_groups"  # the only `options_from`: the item's factor groups, given at validation time
 KEY_CHARACTERS = set("abcdefghijklmnopqrstuvwxyz0123456789_")
 DEFAULT_TEXT_MAX_CHARS = 5000
 DEFAULT_MAX_SPANS = 20
+DEFAULT_MAX_ITEMS = 20
 
 DEFAULT_MESSAGES = {
     "single": {"required": "Choose one answer.", "invalid": "Choose one of the answers shown."},
@@ -42,6 +49,7 @@ DEFAULT_MESSAGES = {
     "scale": {"required": "Choose a value.", "invalid": "Choose a whole number from {min} to {max}."},
     "text": {"required": "This answer is required.", "invalid": "Send text."},
     "span": {"required": "Add at least one quote.", "invalid": "Send a list of quotes, each with its score."},
+    "list": {"required": "Add at least one entry.", "invalid": "Send a list of entries, each an object of its fields."},
 }  # fmt: skip
 
 
@@ -67,6 +75,31 @@ def questions(definition: dict) -> list[dict]:
 
 def question(definition: dict, key: str) -> dict:
     return next(q for q in questions(definition) if q.get("key") == key)
+
+
+def part_problems(definition: dict, keys) -> list[str]:
+    """Why `keys` is not a part of the rubric a judge can answer on its own (empty: it is)."""
+    if not (isinstance(keys, list) and all(isinstance(key, str) for key in keys)):
+        return ["a list of question keys"]
+    asked = [q.get("key") for q in questions(definition)]
+    problems = [f"{key!r} is not a question of the rubric ({', '.join(asked)})" for key in keys if key not in asked]
+    problems += [f"{key!r} is named twice" for key in sorted({k for k in keys if keys.count(k) > 1})]
+    for q in questions(definition):
+        parent = (q.get("condition") or {}).get("question")
+        if keys and q.get("key") in keys and parent not in (None, *keys):
+            problems.append(f"{q['key']!r} is asked only after {parent!r}, which is not in the part: add it")
+    return problems
+
+
+def part(definition: dict, keys) -> dict:
+    """The rubric as a judge asking only the questions `keys` sees it (empty: the whole rubric): those questions
+    in the rubric's order, conditions kept between them. ValueError when a key is unknown or a kept question
+    depends on a dropped one (a problem of the judge's definition, reported by Judge.clean)."""
+    if not keys:
+        return definition
+    if problems := part_problems(definition, keys):
+        raise ValueError("; ".join(problems))
+    return {**definition, "questions": [q for q in questions(definition) if q["key"] in keys]}
 
 
 def options(q: dict, context: ItemContext | None = None) -> list[tuple[str, str]]:
@@ -149,6 +182,8 @@ def _question_problems(q: dict, earlier: dict[str, dict]) -> list[str]:
         if not _text(q.get("quote_label")):
             problems.append("needs a 'quote_label'")
         problems += [f"scale: {p}" for p in _scale_problems(q.get("scale") if isinstance(q.get("scale"), dict) else {})]
+    if kind == "list":
+        problems += _list_problems(q)
     if "rows" in q and not (isinstance(q["rows"], int) and 1 <= q["rows"] <= 20):
         problems.append("'rows' must be a number from 1 to 20")
     if "condition" in q:
@@ -189,6 +224,49 @@ def _scale_problems(spec: dict) -> list[str]:
     return []
 
 
+def _list_problems(q: dict) -> list[str]:
+    problems = [] if _text(q.get("item_label")) else ["needs an 'item_label' (what one entry is called)"]
+    if "max_items" in q and not (type(q["max_items"]) is int and q["max_items"] >= 1):
+        problems.append("'max_items' must be a whole number from 1")
+    fields = q.get("fields")
+    if not (isinstance(fields, list) and fields and all(isinstance(f, dict) for f in fields)):
+        return [*problems, "'fields' must be a non-empty list of {key, type, label}"]
+    seen = set()
+    for number, spec in enumerate(fields, start=1):
+        key = spec.get("key")
+        name = f"field {key!r}" if isinstance(key, str) else f"field {number}"
+        if not (isinstance(key, str) and key and set(key) <= KEY_CHARACTERS):
+            problems.append(f"{name}: 'key' must be lower-case letters, digits and _")
+        elif key in seen:
+            problems.append(f"{name}: the key is used twice")
+        seen.add(key)
+        problems += [f"{name}: {problem}" for problem in _field_problems(spec)]
+    return problems
+
+
+def _field_problems(spec: dict) -> list[str]:
+    kind = spec.get("type")
+    if kind not in FIELD_TYPES:
+        return [f"'type' must be one of: {', '.join(FIELD_TYPES)}"]
+    problems = [] if _text(spec.get("label")) else ["needs a 'label'"]
+    if not isinstance(spec.get("required", False), bool):
+        problems.append("'required' must be true or false")
+    if kind == "scale":
+        problems += _scale_problems(spec)
+    if kind == "number":
+        low, high = spec.get("min"), spec.get("max")
+        if not (_is_number(low) and _is_number(high) and low < high):
+            problems.append("'min' and 'max' must be numbers, min below max")
+    if "max_chars" in spec and not (kind in ("quote", "text") and type(spec["max_chars"]) is int
+                                    and spec["max_chars"] >= 1):  # fmt: skip
+        problems.append("'max_chars' must be a whole number from 1 (a quote or text field only)")
+    return problems
+
+
+def _is_number(value) -> bool:
+    return type(value) in (int, float) and math.isfinite(value)
+
+
 def _condition_problems(condition, earlier: dict[str, dict]) -> list[str]:
     if not (isinstance(condition, dict) and isinstance(condition.get("in"), list) and condition["in"]):
         return ["'condition' must be {question, in: [answers]}"]
@@ -201,7 +279,7 @@ def _condition_problems(condition, earlier: dict[str, dict]) -> list[str]:
         return [f"the condition's answers {unknown} are not options of {parent['key']!r}"] if unknown else []
     if parent.get("type") == "scale":
         return [] if all(type(v) is int for v in condition["in"]) else ["a condition on a scale lists numbers"]
-    if parent.get("type") in ("text", "span"):
+    if parent.get("type") in ("text", "span", "list"):
         return [f"a condition cannot depend on a {parent['type']} question"]
     return []
 
@@ -225,7 +303,7 @@ def validate(definition: dict, values: dict, context: ItemContext | None = None,
     for q in questions(definition):
         key = q["key"]
         raw = values.get(key)
-        value, problems = _clean(q, raw, context)
+        value, problems = _clean(q, raw, context, partial=partial)
         if partial:
             if problems:
                 errors[key] = problems
@@ -260,7 +338,7 @@ def _hidden_default(definition: dict, q: dict) -> str:
 
 
 def _empty(q: dict):
-    return {"single": None, "scale": None, "text": "", "multiple": [], "span": []}[q["type"]]
+    return {"single": None, "scale": None, "text": "", "multiple": [], "span": [], "list": []}[q["type"]]
 
 
 def _shown(q: dict, cleaned: dict, shown: dict) -> bool | None:
@@ -277,7 +355,7 @@ def _shown(q: dict, cleaned: dict, shown: dict) -> bool | None:
     return any(value in condition["in"] for value in chosen)
 
 
-def _clean(q: dict, raw, context: ItemContext) -> tuple:
+def _clean(q: dict, raw, context: ItemContext, *, partial: bool = False) -> tuple:
     """One answer on its own: (value, problems)."""
     kind = q["type"]
     if kind == "single":
@@ -295,6 +373,8 @@ def _clean(q: dict, raw, context: ItemContext) -> tuple:
         if not isinstance(raw, str):
             return "", [message(q, "invalid")]
         return _clean_text(raw.strip(), context)
+    if kind == "list":
+        return _clean_list(q, raw, context, partial=partial)
     return _clean_spans(q, raw, context)
 
 
@@ -367,6 +447,81 @@ def _clean_spans(q: dict, raw, context: ItemContext) -> tuple:
     return ([], problems) if problems else (spans, [])
 
 
+def _clean_list(q: dict, raw, context: ItemContext, *, partial: bool = False) -> tuple:
+    """Entries of the question's fields: each field's value cleaned, errors as "<item label> <n>: <field>: ...".
+    In a draft (`partial`) an entry's required fields may still be empty; each value given is checked."""
+    if raw in (None, "", []):
+        return [], []
+    if not isinstance(raw, list) or not all(isinstance(entry, dict) for entry in raw):
+        return [], [message(q, "invalid")]
+    most = q.get("max_items", DEFAULT_MAX_ITEMS)
+    if len(raw) > most:
+        return [], [f"At most {most} entries ({len(raw)} sent)."]
+    fields = q["fields"]
+    known = [spec["key"] for spec in fields]
+    entries, problems = [], []
+    for number, entry in enumerate(raw, start=1):
+        name = f"{q['item_label']} {number}"
+        unknown = [key for key in entry if key not in known]
+        if unknown:
+            problems.append(f"{name}: {', '.join(map(repr, unknown))} not among its fields ({', '.join(known)}).")
+            continue
+        cleaned = {}
+        for spec in fields:
+            value, field_problems = _clean_field(spec, entry.get(spec["key"]), context)
+            if not field_problems and value in (None, "") and spec.get("required") and not partial:
+                field_problems = ["required."]
+            problems += [f"{name}: {spec['label']}: {p}" for p in field_problems]
+            cleaned[spec["key"]] = value
+        empty = all(value in (None, "") for value in cleaned.values())
+        if empty and not (partial or any(spec.get("required") for spec in fields)):
+            problems.append(f"{name}: fill in at least one field.")
+        entries.append(cleaned)
+    return ([], problems) if problems else (entries, [])
+
+
+def _clean_field(spec: dict, raw, context: ItemContext) -> tuple:
+    """One field of a list entry: (value, problems); empty is "" for texts and None for numbers."""
+    kind = spec["type"]
+    if kind in ("quote", "text"):
+        if raw is None:
+            return "", []
+        if not isinstance(raw, str):
+            return "", ["send text."]
+        limit = min(spec.get("max_chars", context.text_max_chars), context.text_max_chars)
+        text, problems = _clean_text(raw.strip(), ItemContext(text_max_chars=limit, text_problem=context.text_problem))
+        if problems or not text or kind == "text":
+            return text, problems
+        if not any(text in answer for answer in context.answers):
+            return "", [f"“{_short(text)}” does not occur in the answer shown; copy it exactly."]
+        return text, []
+    if raw is None or (isinstance(raw, str) and not raw.strip()):
+        return None, []
+    if kind == "scale":
+        value, problems = _clean_number({"type": "scale"}, spec, raw)
+        return value, [p[0].lower() + p[1:] for p in problems]
+    number = _decimal(raw)
+    if number is None or not spec["min"] <= number <= spec["max"]:
+        return None, [f"a number from {spec['min']} to {spec['max']}."]
+    return number, []
+
+
+def _decimal(raw) -> float | None:
+    """A finite number from JSON or a form (a bool is not one)."""
+    if isinstance(raw, bool):
+        return None
+    if isinstance(raw, int | float):
+        number = float(raw)
+    elif isinstance(raw, str) and len(raw.strip()) < 30:
+        try:
+            number = float(raw.strip())
+        except ValueError:
+            return None
+    else:
+        return None
+    return number if math.isfinite(number) else None
+
+
 def _short(text: str, length: int = 60) -> str:
     return text if len(text) <= length else text[: length - 1] + "…"
 
@@ -399,7 +554,7 @@ def json_schema(definition: dict, context: ItemContext | None = None) -> dict:
 
 def _property(q: dict, context: ItemContext) -> dict:
     schema = _value_schema(q, context)
-    if q.get("required") and "condition" not in q and q["type"] in ("multiple", "span", "text"):
+    if q.get("required") and "condition" not in q and q["type"] in ("multiple", "span", "list", "text"):
         schema.update({"minLength": 1} if q["type"] == "text" else {"minItems": 1})
     return schema
 
@@ -423,6 +578,15 @@ def _value_schema(q: dict, context: ItemContext) -> dict:
         return {"description": label, "type": kinds, "minimum": q["min"], "maximum": q["max"]}
     if kind == "text":
         return {"description": label, "type": "string", "maxLength": context.text_max_chars}
+    if kind == "list":
+        entry = {
+            "type": "object",
+            "properties": {spec["key"]: _field_schema(spec, context) for spec in q["fields"]},
+            "required": [spec["key"] for spec in q["fields"]],
+            "additionalProperties": False,
+        }
+        return {"description": f"{label} (a list of {q['item_label']} entries, possibly empty)", "type": "array",
+                "items": entry, "maxItems": q.get("max_items", DEFAULT_MAX_ITEMS)}  # fmt: skip
     scale = q["scale"]
     span = {
         "type": "object",
@@ -441,8 +605,26 @@ def _value_schema(q: dict, context: ItemContext) -> dict:
     return {"description": label, "type": "array", "items": span, "maxItems": q.get("max_spans", DEFAULT_MAX_SPANS)}
 
 
+def _field_schema(spec: dict, context: ItemContext) -> dict:
+    """One field of a list entry: a required field is never empty (null for numbers, "" for texts)."""
+    kind, label, required = spec["type"], spec["label"], spec.get("required", False)
+    if kind in ("quote", "text"):
+        limit = min(spec.get("max_chars", context.text_max_chars), context.text_max_chars)
+        schema: dict = {"description": label + (" (quoted verbatim from the answer)" if kind == "quote" else ""),
+                        "type": "string", "maxLength": limit}  # fmt: skip
+        return {**schema, "minLength": 1} if required else schema
+    kinds = "integer" if kind == "scale" else "number"
+    schema = {"description": label, "type": kinds if required else [kinds, "null"], "minimum": spec["min"],
+              "maximum": spec["max"]}  # fmt: skip
+    if kind == "scale" and spec.get("labels"):
+        labels = spec["labels"]
+        schema["description"] += " (" + "; ".join(f"{value} = {text}" for value, text in labels.items()) + ")"
+        schema["x-labels"] = dict(labels)
+    return schema
+
+
 def _answered(q: dict) -> dict:
-    return {"minItems": 1} if q["type"] in ("multiple", "span") else {"not": {"enum": [None, ""]}}
+    return {"minItems": 1} if q["type"] in ("multiple", "span", "list") else {"not": {"enum": [None, ""]}}
 
 
 def _empty_schema(q: dict) -> dict:

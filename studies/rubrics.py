@@ -19,6 +19,8 @@ from . import rubric_schema
 from .rubric_schema import ItemContext
 
 SPAN_ROWS = 5  # empty quote rows offered on the page (more rows appear as they are filled, after a submit)
+LIST_ROWS = 3  # empty entries of a list question offered below the stored ones
+NUMBER_STEP = "0.01"  # a number field's input step (MEDIC's confidences are given to two decimals)
 
 
 def item_context(item, shown_answers=()) -> ItemContext:
@@ -109,6 +111,65 @@ class SpanWidget(forms.Widget):
         return context
 
 
+class ListWidget(forms.Widget):
+    """Entries of a list question, one input per field: posted as <name>-<n>-<field key>. Rows left empty are
+    dropped; the rest go to the rubric's validator as typed (numbers as text, which it reads)."""
+
+    template_name = "studies/widgets/list.html"
+
+    def __init__(self, question: dict, attrs=None):
+        super().__init__(attrs)
+        self.question = question
+        self.keys = [spec["key"] for spec in question["fields"]]
+
+    def _render(self, template_name, context, renderer=None):
+        return mark_safe(render_to_string(template_name, context))
+
+    def id_for_label(self, id_):
+        return f"{id_}-0-{self.keys[0]}" if id_ else id_
+
+    def value_from_datadict(self, data, files, name):
+        if not hasattr(data, "getlist") and name in data:  # JSON (the API, judges): the list as sent
+            return data[name]
+        entries, row = [], 0
+        while any(f"{name}-{row}-{key}" in data for key in self.keys):
+            entry = {key: data.get(f"{name}-{row}-{key}", "") for key in self.keys}
+            if any(str(value).strip() for value in entry.values()):
+                entries.append(entry)
+            row += 1
+        return entries
+
+    def value_omitted_from_data(self, data, files, name):
+        posted = any(f"{name}-0-{key}" in data for key in self.keys)
+        return not posted and (hasattr(data, "getlist") or name not in data)
+
+    def get_context(self, name, value, attrs):
+        context = super().get_context(name, value, attrs)
+        given = [entry if isinstance(entry, dict) else {} for entry in value] if isinstance(value, list) else []
+        most = self.question.get("max_items", rubric_schema.DEFAULT_MAX_ITEMS)
+        base = context["widget"]["attrs"].get("id") or name
+        rows = []
+        for row, entry in enumerate((given + [{}] * LIST_ROWS)[: max(most, len(given))]):
+            rows.append([self._input(spec, f"{base}-{row}-{spec['key']}", f"{name}-{row}-{spec['key']}",
+                                     entry.get(spec["key"])) for spec in self.question["fields"]])  # fmt: skip
+        context["widget"].update(rows=rows, item_label=self.question["item_label"])
+        return context
+
+    def _input(self, spec: dict, id_: str, name: str, value) -> dict:
+        shown = "" if value is None else str(value)
+        field = {"kind": spec["type"], "id": id_, "name": name, "label": spec["label"], "value": shown,
+                 "required": spec.get("required", False)}  # fmt: skip
+        if spec["type"] == "scale":
+            labels = spec.get("labels", {})
+            values = rubric_schema.scale_values(spec)
+            field["choices"] = [(str(v), f"{v} {labels.get(str(v), '')}".strip()) for v in values]
+        if spec["type"] == "number":
+            field.update(min=spec["min"], max=spec["max"], step=NUMBER_STEP)
+        if spec["type"] in ("quote", "text"):
+            field["maxlength"] = spec.get("max_chars", settings.RATING_TEXT_MAX_CHARS)
+        return field
+
+
 @dataclass
 class Shown:
     """One question as the template shows it: its field, its options with descriptions, and its condition."""
@@ -166,6 +227,8 @@ class RatingForm(forms.Form):
         if kind == "text":
             attrs = {"rows": q.get("rows", 3), "maxlength": self.context.text_max_chars}
             return forms.CharField(label=label, required=False, widget=forms.Textarea(attrs))
+        if kind == "list":
+            return forms.Field(label=label, required=False, widget=ListWidget(q))
         return forms.Field(label=label, required=False, widget=SpanWidget(q))
 
     def _clean_fields(self):
@@ -183,7 +246,7 @@ class RatingForm(forms.Form):
 
     def _posted(self, name: str) -> bool:
         widget = self.fields[name].widget
-        if isinstance(widget, SpanWidget):
+        if isinstance(widget, SpanWidget | ListWidget):
             return not widget.value_omitted_from_data(self.data, None, name)
         return name in self.data
 
@@ -208,19 +271,30 @@ class RatingForm(forms.Form):
         ]
 
 
-def rating_form(rubric_version, data=None, initial=None, context: ItemContext | None = None) -> RatingForm:
-    return RatingForm(data=data, initial=initial, definition=rubric_version.definition,
+def rating_form(rubric_version, data=None, initial=None, context: ItemContext | None = None,
+                definition: dict | None = None) -> RatingForm:  # fmt: skip
+    """The rating form of a rubric version (or of `definition`, a part of it that a judge answers)."""
+    return RatingForm(data=data, initial=initial, definition=definition or rubric_version.definition,
                       context=context or context_for())  # fmt: skip
 
 
-def check_answers(rubric_version, values: dict, context: ItemContext) -> tuple[dict, dict[str, list[str]]]:
+def check_answers(
+    rubric_version, values: dict, context: ItemContext, *, definition: dict | None = None
+) -> tuple[dict, dict[str, list[str]]]:
     """(stored values, {}) or ({}, {question key: [messages]}): answers sent as JSON (the API, a judge's reply)
-    through the rating form and its validator, exactly as the rating page checks a person's answers."""
-    form = rating_form(rubric_version, data=values, context=context)
-    if form.is_valid():
-        return form.values(), {}
-    return {}, {("non_field_errors" if name == "__all__" else name): list(messages)
-                for name, messages in form.errors.items()}  # fmt: skip
+    through the rating form and its validator, exactly as the rating page checks a person's answers.
+    `definition`: the part of the rubric a judge answers (rubric_schema.part); its other keys are refused."""
+    form = rating_form(rubric_version, data=values, context=context, definition=definition)
+    errors: dict[str, list[str]] = {}
+    if not form.is_valid():
+        errors = {("non_field_errors" if name == "__all__" else name): list(messages)
+                  for name, messages in form.errors.items()}  # fmt: skip
+    if definition is not None:
+        asked = [q["key"] for q in rubric_schema.questions(definition)]
+        for key in values:
+            if key not in asked:
+                errors[key] = [f"Not a question this judge answers (it answers: {', '.join(asked)})."]
+    return ({}, errors) if errors else (form.values(), {})
 
 
 def draft_problems(rubric_version, raw: dict, context: ItemContext | None = None) -> list[str]:

@@ -29,6 +29,7 @@ from scoring import scorers
 
 from .assignment import AssignmentError, build_items
 from .models import Judge, Rating, RubricVersion, Study, StudyJudge, StudyPool
+from .rubric_schema import part_problems
 from .study_schema import check, complete, study_schema
 from .study_steps import apply_steps, check_steps, step_outputs
 from .study_yaml import Parsed, Path, Problem, StudyFileError, dump_yaml, parse_yaml, read_yaml
@@ -304,11 +305,14 @@ class _Checker:
                 self.resolved.judge_sources[entry["name"]] = source
             if not entry["shown_fields"]:
                 self.problem((*path, "shown_fields"), "a judge must be shown something of an item")
+            rubric_version = self.resolved.rubric_version
+            if entry.get("questions") and rubric_version is not None:
+                for problem in part_problems(rubric_version.definition, entry["questions"]):
+                    self.problem((*path, "questions"), problem)
             judge = stored.get(entry["name"])
             if judge is None:
                 continue
             self.resolved.judges[entry["name"]] = judge
-            rubric_version = self.resolved.rubric_version
             if source is None or rubric_version is None:  # reported above, or a study without rubric
                 continue
             if not _same_judge(judge, entry, rubric_version):
@@ -535,6 +539,7 @@ def _apply_judges(study: Study, definition: dict[str, Any], resolved: _Resolved,
         judge.rubric_version = study.rubric_version
         for name in ("repeats", "instructions", "shown_fields", "examples"):
             setattr(judge, name, entry[name])
+        judge.questions = entry.get("questions", [])
         try:
             judge.full_clean()
             judge.save()
@@ -552,6 +557,7 @@ def judge_entry(judge: Judge) -> dict[str, Any]:
         "instructions": judge.instructions,
         "shown_fields": judge.shown_fields,
         "examples": judge.examples,
+        **({"questions": judge.questions} if judge.questions else {}),  # only when set: older files stay the same
     }
 
 

@@ -335,18 +335,29 @@ def _drawn(item: str, key: str, spec: dict, answer: str, *, answered: bool = Fal
         exclusive = (spec.get("if") or {}).get("contains", {}).get("const")
         plain = [choice for choice in choices if choice != exclusive] or choices
         return [plain[int(draw * len(plain))]]
-    if "array" in kinds:  # spans: one quote of the answer's first words, or none unless one is needed
+    if "array" in kinds:  # spans and list entries: one entry quoting the answer's first words, or none unless needed
         if not (answered or spec.get("minItems")) or not answer.strip():
             return []
-        score = spec["items"]["properties"]["score"]
-        quote = " ".join(answer.split()[:3])
-        return [{"quote": quote, "score": score["minimum"] + int(draw * (score["maximum"] - score["minimum"] + 1))}]
+        fields = spec["items"]["properties"]
+        return [{name: _field(item, f"{key}.{name}", field, answer) for name, field in fields.items()}]
     if "integer" in kinds:
         low, high = spec.get("minimum", 0), spec.get("maximum", 5)
         return low + int(draw * (high - low + 1))
     if "string" in kinds:
         return "The stand-in judge's note." if answered or spec.get("minLength") else ""
     return None
+
+
+def _field(item: str, key: str, spec: dict, answer: str):
+    """One field of a span or list entry: a quote (its description says verbatim) is the answer's first words."""
+    if "verbatim" in spec.get("description", ""):
+        return " ".join(answer.split()[:3])
+    kinds = spec.get("type")
+    kinds = kinds if isinstance(kinds, list) else [kinds]
+    if "number" in kinds:
+        low, high = spec["minimum"], spec["maximum"]
+        return round(low + _unit(item, f"value:{key}") * (high - low), 2)
+    return _drawn(item, key, spec, answer, answered=True)
 
 
 def _moved(item: str, key: str, spec: dict, value, answer: str):

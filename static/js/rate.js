@@ -1,6 +1,7 @@
 // Rating page enhancements. The form works without this script; with it:
 // conditional questions show only when they apply, drafts autosave, keys 1-9 pick options,
-// Ctrl/Cmd+Enter submits, and active time on task is measured.
+// Ctrl/Cmd+Enter submits, active time on task is measured, and "Quote the selected text" copies a selection
+// of the answer into a list question's quote field (without it, the quote is pasted by hand).
 (function () {
   "use strict";
   const form = document.querySelector("[data-rate-form]");
@@ -29,6 +30,37 @@
   }
   form.addEventListener("change", updateConditionals);
   updateConditionals();
+
+  // --- Quoting the answer ----------------------------------------------------------------------
+  // The last selection made inside an answer shown: clicking the button may move the selection, so it is
+  // remembered as it changes.
+  let quoted = "";
+  function selectionInAnswer() {
+    const selection = window.getSelection();
+    if (!selection || selection.isCollapsed || selection.rangeCount === 0) return "";
+    const node = selection.getRangeAt(0).commonAncestorContainer;
+    const element = node.nodeType === Node.ELEMENT_NODE ? node : node.parentElement;
+    return element && element.closest(".answer") ? selection.toString().trim() : "";
+  }
+  document.addEventListener("selectionchange", () => {
+    const text = selectionInAnswer();
+    if (text) quoted = text;
+  });
+  form.querySelectorAll("[data-quote-button]").forEach((button) => {
+    button.addEventListener("click", () => {
+      const field = document.getElementById(button.dataset.quoteButton);
+      const status = button.parentElement.querySelector("[data-quote-status]");
+      const text = selectionInAnswer() || quoted;
+      if (!text) {
+        if (status) status.textContent = "Select words of the answer first.";
+        return;
+      }
+      field.value = text;
+      field.dispatchEvent(new Event("input", { bubbles: true }));
+      if (status) status.textContent = "Quoted.";
+      field.focus();
+    });
+  });
 
   // --- Active time: counted while the page is visible and the rater used it in the last minute ---
   const activeField = form.querySelector("[data-active-seconds]");
@@ -81,7 +113,7 @@
       return;
     }
     const target = event.target;
-    if (target.matches("textarea, input[type=text]") || event.altKey || event.ctrlKey || event.metaKey) return;
+    if (target.matches("textarea, select, input[type=text], input[type=number]") || event.altKey || event.ctrlKey || event.metaKey) return;
     if (!/^[1-9]$/.test(event.key)) return;
     const fieldset = currentQuestion();
     if (!fieldset) return;

@@ -180,7 +180,7 @@ def test_a_judge_with_replies_keeps_its_recipe_and_may_only_make_more_repeats(cl
     changed = client.post(url, form_data(source, name="Renamed", instructions="Something else.", repeats=3))
     fewer = client.post(url, form_data(source, repeats=2))
 
-    assert b"its\n   name, model source, instructions, shown fields and examples are fixed" in page.content
+    assert b"its\n   name, model source, instructions, shown fields, questions and examples are fixed" in page.content
     judge.refresh_from_db()
     assert changed.status_code == 302
     assert (judge.name, judge.instructions, judge.repeats) == ("Replied judge", "Rate the answer.", 3)

@@ -44,7 +44,7 @@ def test_every_problem_of_a_definition_is_named_with_its_question():
     }  # fmt: skip
     assert definition_problems(broken) == [
         "'display' must be one of: one_answer, two_answers, two_questions",
-        "question 'a': 'type' must be one of: single, multiple, scale, text, span",
+        "question 'a': 'type' must be one of: single, multiple, scale, text, span, list",
         "question 'b': needs a 'label'",
         "question 'b': two options share a key",
         "question 'b': the key is used twice",
