@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import design_views, views
+from . import design_views, step_views, views
 
 app_name = "datasets"
 
@@ -25,4 +25,7 @@ urlpatterns = [
     path("variants/", design_views.variant_run_list, name="variant_runs"),
     path("variants/new/", design_views.variant_run_create, name="variant_run_create"),
     path("variants/<int:pk>/", design_views.variant_run_detail, name="variant_run"),
+    path("steps/", step_views.step_list, name="steps"),
+    path("steps/<int:pk>/", step_views.step_detail, name="step"),
+    path("steps/<int:pk>/run/", step_views.step_run, name="step_run"),
 ]

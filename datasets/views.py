@@ -70,7 +70,9 @@ def import_status(request, pk):
 @require_GET
 @study_team_required
 def question_detail(request, dataset_pk, pk):
-    question = get_object_or_404(Question.objects.select_related("dataset"), dataset_id=dataset_pk, pk=pk)
+    question = get_object_or_404(
+        Question.objects.select_related("dataset", "base__dataset"), dataset_id=dataset_pk, pk=pk
+    )
     answers = question.answers.select_related("source", "author__rater_profile")
     answers = list(answers.order_by("source__name", "generated_at", "id"))
     for answer in answers:
@@ -84,6 +86,7 @@ def question_detail(request, dataset_pk, pk):
         "metadata_rows": generation_pages.metadata_rows(question.metadata),
         "answers": answers,
         "counterparts": counterparts,
+        "made_from_this": list(question.variants.select_related("dataset").order_by("dataset_id", "id")[:50]),
     }
     return render(request, "datasets/question_detail.html", context)
 

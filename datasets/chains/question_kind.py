@@ -243,5 +243,10 @@ def progress(step: QuestionStep) -> dict[str, int]:
     return counts
 
 
+def failed_calls(step: QuestionStep):
+    """The step's failed calls, newest first: their input, expansion, sample and error."""
+    return Call.objects.filter(kind=KIND, batch=batch_of(step.pk), status=Call.Status.FAILED).order_by("-id")
+
+
 def register() -> None:
     engine.register(KIND, QuestionKind())
