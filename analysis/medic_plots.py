@@ -65,7 +65,7 @@ def generalisation_figure(tests: pd.DataFrame, *, fmt: str = "svg", narrow: bool
         effects = list(dict.fromkeys(rows["effect"]))
         at = {effect: len(effects) - 1 - index for index, effect in enumerate(effects)}
         for record in rows.to_dict("records"):
-            y = at[record["effect"]] + offsets[record["pair"]]
+            y = at[record["effect"]] - offsets[record["pair"]]  # the first pair on top, as in the legend
             colour = palette[record["pair"]]
             face = colour if record["significant"] else "white"
             ax.plot([record["difference"]], [y], "o", color=colour, mfc=face, ms=6)

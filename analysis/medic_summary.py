@@ -153,7 +153,7 @@ def agreement_rows(agreement: pd.DataFrame) -> list[AgreementRow]:
         rows.append(
             AgreementRow(
                 category="Mean over the cells" if is_mean else str(record["category"]),
-                judges="all" if is_mean else f"{record['judge_a']} vs {record['judge_b']}",
+                judges="" if is_mean else f"{record['judge_a']} vs {record['judge_b']}",
                 n_items=int(record["n_items"]),
                 percent="–" if pd.isna(percent) or math.isnan(float(percent)) else f"{100 * float(percent):.1f} %",
                 kappa=_number(record["cohen_kappa"], 3),
