@@ -39,11 +39,12 @@ def medic_study(request, pk):
     study = _study(pk)
     data = medic_page(study)
     report = data.report
+    problem = ""
     try:
         named = services.medic_plan(study) is not None
-    except PlanParameterError:
-        named = False
-    context = {"study": study, "data": data, "report": report, "plan_named": named}
+    except PlanParameterError as error:
+        named, problem = False, str(error)
+    context = {"study": study, "data": data, "report": report, "plan_named": named, "plan_problem": problem}
     if report is not None:
         effects = medic_summary.effect_rows(report.generalisation)
         context.update(

@@ -15,7 +15,7 @@ from studies.models import Judge, JudgeRating, Study
 from . import tables
 from .models import TABLE_FIELDS, AnalysisRun
 from .plan_loading import plan_table, study_plan_table, table_csv
-from .plan_parameters import study_plans
+from .plan_parameters import PlanParameterError, study_plans
 from .plans import SCORE_PLANS, AnalysisPlan
 from .results import studies_frames
 
@@ -100,8 +100,8 @@ def medic_report(study: Study, *, factors: tuple[str, ...] | None = None):
     """The study's MEDIC tables (`analysis.medic.MedicReport`) from its judge ratings, None when no judge rated a
     MEDIC field (`hallucinations`, `omissions`, `manage`, `visit`, `resource`). A judge's model is its source's
     name (MEDIC runs one judge per rubric part, so several judges share a model). Factors: those given, else the
-    `medic` plan's (its `factors` parameter, by default style, grade, descriptor, gender, race), kept when the
-    judged items' levels carry them."""
+    `medic` plan's (its `factors` parameter, by default style, grade, descriptor, gender, race; the default when
+    the file's plans have a problem), kept when the judged items' levels carry them."""
     from . import medic
     from .plans import MEDIC
     from .results import JUDGE, results_table
@@ -111,7 +111,10 @@ def medic_report(study: Study, *, factors: tuple[str, ...] | None = None):
     if results.empty or not results["field"].astype(str).isin(fields).any():
         return None
     if factors is None:
-        plan = medic_plan(study)
+        try:
+            plan = medic_plan(study)
+        except PlanParameterError:  # `analyze` refuses such a file; the page says why and uses the default
+            plan = None
         factors = (plan or MEDIC).factors
     judges = Judge.objects.filter(name__in=results["who"].astype(str).unique().tolist()).select_related("source")
     models = {judge.name: judge.source.name for judge in judges}

@@ -149,3 +149,14 @@ def test_the_effect_in_plain_words(counts, said):
     n_pairs, n_significant, same, up = counts
     assert effect_sentence(n_pairs=n_pairs, n_significant=n_significant, n_same_direction=same, up=up, level_a="a",
                            level_b="b") == said  # fmt: skip
+
+
+def test_a_study_file_with_a_bad_medic_parameter_is_shown_with_the_default_factors(client, analyst):
+    study = make_medic_study(plans=[{"plan": "medic", "params": {"factors": "gender"}}])
+    client.force_login(analyst)
+
+    response = client.get(reverse("analysis:medic", args=[study.pk]))
+
+    assert response.status_code == 200
+    assert "plans[0].params.factors: expected a list of one or more factor names" in response.content.decode()
+    assert response.context["report"].factors == ("style", "gender")

@@ -29,7 +29,9 @@ class Command(BaseCommand):
         "consumer regression, and write rates.csv, reliability.csv, counterfactual_crosstab.csv and "
         "consumer_regression.csv; beside them, each analysis plan's table (BiasMedQA: accuracy.csv and accuracy.png) "
         "when the database holds its scored answers. With --study, that study's ratings (when it has a rubric) and "
-        "the plans its definition names, over its own answers. Runs in this process (no Celery worker needed)."
+        "the plans its definition names, over its own answers (the medic plan: judge_means.csv, "
+        "judge_agreement.csv and generalisation.csv from its judge ratings). Runs in this process (no Celery worker "
+        "needed)."
     )
 
     def add_arguments(self, parser):
