@@ -104,6 +104,10 @@ def test_the_plot_is_svg_or_png_and_stacks_for_a_phone(client, analyst, medic_st
     assert b"Hallucinations (count)" in wide.content or b"Hallucinations" in wide.content
     assert narrow.status_code == 200 and narrow.content != wide.content
     assert png["Content-Type"] == "image/png" and png.content.startswith(b"\x89PNG")
+    # Drawn: the effects significant in some pair (here one, in one of the four pairs), said in its alt text.
+    text = client.get(reverse("analysis:medic", args=[medic_study.pk])).context["plot_text"]
+    assert text.endswith("Hallucinations (count), style: standard − 8th grade: significant in 1 of 4 pairs "
+                         "(Source A · Llama judge -2.40).")  # fmt: skip
 
 
 def test_a_study_without_judge_ratings_says_so(client, analyst):
