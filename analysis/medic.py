@@ -37,6 +37,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from itertools import combinations
 
 import numpy as np
@@ -305,3 +306,48 @@ def generalisation(tests: pd.DataFrame, *, study: str) -> pd.DataFrame:
                          n_pairs=len(group), n_significant=len(significant), n_same_direction=max(up, down),
                          directions=f"+{up} / -{down}"))  # fmt: skip
     return pd.DataFrame(rows, columns=GENERALISATION_COLUMNS)
+
+
+# --- the four tables at once --------------------------------------------------------------------------------------
+
+TABLE_FILES = {"generalisation": "generalisation.csv", "means": "judge_means.csv", "agreement": "judge_agreement.csv"}
+
+
+@dataclass(frozen=True)
+class MedicReport:
+    """A study's MEDIC tables: `means`, `tests` (`level_tests`), `agreement` and `generalisation`."""
+
+    factors: tuple[str, ...]
+    means: pd.DataFrame
+    tests: pd.DataFrame
+    agreement: pd.DataFrame
+    generalisation: pd.DataFrame
+
+    def tables(self) -> dict[str, pd.DataFrame]:
+        """The tables `analyze --study` writes, by file name (`TABLE_FILES`)."""
+        return {name: getattr(self, attribute) for attribute, name in TABLE_FILES.items()}
+
+
+def present_factors(results: pd.DataFrame, factors: Sequence[str]) -> tuple[str, ...]:
+    """The factors (in the given order) that some judged item's `levels` carry."""
+    rows = results[results["kind"].astype(str) == JUDGE_KIND]
+    keys: set[str] = set()
+    for text in rows["levels"].dropna().astype(str).unique():
+        keys.update(_levels(text))
+    return tuple(factor for factor in factors if factor in keys)
+
+
+def medic_report(
+    results: pd.DataFrame, *, study: str, judge_models: Mapping[str, str], factors: Sequence[str]
+) -> MedicReport:
+    """Every MEDIC table from the results table, over the `factors` its judged items carry."""
+    present = present_factors(results, factors)
+    obs = medic_observations(results, judge_models=judge_models, factors=present)
+    tests = level_tests(obs, factors=present)
+    return MedicReport(
+        factors=present,
+        means=judge_means(obs, study=study, factors=present),
+        tests=tests,
+        agreement=judge_pair_agreement(obs, study=study),
+        generalisation=generalisation(tests, study=study),
+    )

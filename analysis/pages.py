@@ -20,7 +20,7 @@ from . import regression, services
 from .forms import PREDICTORS, RatesFilterForm
 from .models import TABLE_FIELDS, AnalysisRun
 from .plan_parameters import PlanParameterError
-from .plans import PLANS, plan_for_table
+from .plans import SCORE_PLANS, plan_for_table
 
 TABLE_TITLES = {
     "rates": "Rates with 95% CIs",
@@ -160,7 +160,7 @@ def has_plot(rates: pd.DataFrame, *, rubric: str, outcome: str, aggregation: str
 def plan_sections(run: AnalysisRun) -> list[dict]:
     """Each analysis plan's table a run computed (in the plans' order), with its plot's links."""
     sections = []
-    for plan in PLANS.values():
+    for plan in SCORE_PLANS.values():
         text = run.plan_tables.get(plan.table)
         if text is None:
             continue
@@ -231,9 +231,12 @@ class PlansNote:
 
 def plans_note(study: Study | None) -> PlansNote:
     if study is None:
-        return PlansNote([plan.title for plan in PLANS.values()])
+        return PlansNote([plan.title for plan in SCORE_PLANS.values()])
     try:
-        plans = [plan.title for plan in services.plans_of(study)]
+        # A plan over judge ratings is shown on its own page (MEDIC's), computed when it is read.
+        plans = [
+            f"{plan.title} (on its page)" if plan.reads_judges else plan.title for plan in services.plans_of(study)
+        ]
     except PlanParameterError as error:
         return PlansNote([], problem=f"The analysis plans of {study.name} cannot be computed: {error}")
     return PlansNote(plans, rating_tables=services.has_rating_tables(study))

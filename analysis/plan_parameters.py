@@ -5,7 +5,8 @@ overrides what the named plan fixes:
 - a plan comparing a factor's levels (`AnalysisPlan.comparison`, Q-Pain's): `compare` (the factors crossed into
   one level), `block` (the pairing unit), `strata`, `level_order` and, for the paired tests, `correction`
   (`paired.CORRECTIONS`);
-- a plan with reference levels (BiasMedQA's accuracy): `reference_levels`, e.g. `{bias: none}`.
+- a plan with reference levels (BiasMedQA's accuracy): `reference_levels`, e.g. `{bias: none}`;
+- a plan over judge ratings (MEDIC's): `factors`, the factors whose levels it describes and compares.
 Any other parameter, or a value of the wrong shape, is refused with its place in the list and what the plan takes.
 Pure: no Django.
 """
@@ -22,6 +23,7 @@ from .plans import PLANS, AnalysisPlan
 
 COMPARISON_PARAMETERS = ("compare", "block", "strata", "level_order", "correction")
 REFERENCE_PARAMETERS = ("reference_levels",)
+JUDGE_PLAN_PARAMETERS = ("factors",)  # a plan over judge ratings (MEDIC's): the factors whose levels it compares
 # A factor name is a key of a question's levels, read in a database query: a plain key only.
 FACTOR_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,99}")
 MAX_LEVEL_CHARS = 200
@@ -37,6 +39,8 @@ class PlanParameterError(ValueError):
 
 def parameters_of(plan: AnalysisPlan) -> tuple[str, ...]:
     """The parameters a study may give the plan."""
+    if plan.reads_judges:
+        return JUDGE_PLAN_PARAMETERS
     if plan.comparison is not None:
         # Group means correct nothing: a correction there would be silently ignored, so it is refused.
         return tuple(name for name in COMPARISON_PARAMETERS if name != "correction" or plan.correction is not None)
@@ -98,6 +102,8 @@ def configure(plan: AnalysisPlan, params: object, where: str = "params") -> Anal
         raise PlanParameterError([f"{where}: {plan.name} has no parameter {', '.join(unknown)}; {takes}"])
     if not params:
         return plan
+    if plan.reads_judges:
+        return replace(plan, factors=_factors(params["factors"], f"{where}.factors", required=True))
     if plan.comparison is None:
         levels = _reference_levels(plan, params["reference_levels"], f"{where}.reference_levels")
         return replace(plan, reference_levels=MappingProxyType({**plan.reference_levels, **levels}))

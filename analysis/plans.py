@@ -45,6 +45,10 @@ class AnalysisPlan:
     # compare another factor, block or correction with the same plan (plan_parameters.configure).
     comparison: Comparison | None = None
     statistic_of: Callable[[Comparison], Callable[..., pd.DataFrame]] | None = None
+    # A plan over judge ratings (MEDIC's): its tables come from `analysis.services.medic_report`, not from scores,
+    # so `compute_plans` leaves it out and `analyze --study` writes its `tables`; `factors` is its parameter.
+    reads_judges: bool = False
+    tables: tuple[str, ...] = ()  # every file it writes, `table` first
 
     @property
     def numeric(self) -> bool:
@@ -139,11 +143,41 @@ QPAIN_PAIRED_TESTS = AnalysisPlan(
     **_QPAIN_COMMON,
 )
 
+
+def _from_judge_ratings(*args: object, **kwargs: object) -> pd.DataFrame:
+    raise TypeError("MEDIC's tables come from judge ratings: analysis.services.medic_report(study)")
+
+
+# MEDIC (seed 003, issue 20): judges' hallucinations, omissions and treatment categories per (answering source,
+# judge model) pair; the statistics are analysis.medic's. The factors are those of the items' levels among these.
+MEDIC_FACTORS = ("style", "grade", "descriptor", "gender", "race")
+MEDIC = AnalysisPlan(
+    name="medic",
+    title="MEDIC: judges' findings per (answering source, judge model) pair",
+    table="generalisation.csv",
+    tables=("generalisation.csv", "judge_means.csv", "judge_agreement.csv"),
+    statistic=_from_judge_ratings,
+    scorers=(),
+    factors=MEDIC_FACTORS,
+    reference_levels=MappingProxyType({}),
+    multiple_choice=False,
+    reads_judges=True,
+    description="Per (answering source, judge model) pair: mean hallucination and omission counts, their mean "
+    "harm and the MANAGE / VISIT / RESOURCE rates by factor level with 95% t-intervals (judge_means.csv); Welch's "
+    "test of every two levels, Holm-corrected per pair, and per effect in how many pairs it is significant and "
+    "whether the directions agree (generalisation.csv); percent agreement and Cohen's kappa of every two judge "
+    "models per category and their mean (judge_agreement.csv).",
+)
+
 PLANS: Mapping[str, AnalysisPlan] = MappingProxyType(
-    {plan.name: plan for plan in [BIASMEDQA_ACCURACY, QPAIN_GROUP_MEANS, QPAIN_PAIRED_TESTS]}
+    {plan.name: plan for plan in [BIASMEDQA_ACCURACY, QPAIN_GROUP_MEANS, QPAIN_PAIRED_TESTS, MEDIC]}
+)
+# The plans computed from scored answers (every plan but those reading judge ratings).
+SCORE_PLANS: Mapping[str, AnalysisPlan] = MappingProxyType(
+    {name: plan for name, plan in PLANS.items() if not plan.reads_judges}
 )
 
 
 def plan_for_table(file_name: str) -> AnalysisPlan | None:
     """The plan whose table is written as `file_name` (e.g. accuracy.csv), if any."""
-    return next((plan for plan in PLANS.values() if plan.table == file_name), None)
+    return next((plan for plan in SCORE_PLANS.values() if plan.table == file_name), None)

@@ -10,13 +10,13 @@ import pandas as pd
 from django.db import transaction
 
 from jobs.models import task_time_limit
-from studies.models import JudgeRating, Study
+from studies.models import Judge, JudgeRating, Study
 
 from . import tables
 from .models import TABLE_FIELDS, AnalysisRun
 from .plan_loading import plan_table, study_plan_table, table_csv
-from .plan_parameters import study_plans
-from .plans import PLANS, AnalysisPlan
+from .plan_parameters import PlanParameterError, study_plans
+from .plans import SCORE_PLANS, AnalysisPlan
 from .results import studies_frames
 
 logger = logging.getLogger(__name__)
@@ -91,14 +91,44 @@ def judge_report(study: Study, *, seed: int = 0):
     return report_of(results, study.rubric_version.definition, study=study.name, seed=seed, **options)
 
 
+def medic_plan(study: Study) -> AnalysisPlan | None:
+    """The study's `medic` plan with its parameters, None when its file does not name it."""
+    return next((plan for plan in plans_of(study) if plan.reads_judges), None)
+
+
+def medic_report(study: Study, *, factors: tuple[str, ...] | None = None):
+    """The study's MEDIC tables (`analysis.medic.MedicReport`) from its judge ratings, None when no judge rated a
+    MEDIC field (`hallucinations`, `omissions`, `manage`, `visit`, `resource`). A judge's model is its source's
+    name (MEDIC runs one judge per rubric part, so several judges share a model). Factors: those given, else the
+    `medic` plan's (its `factors` parameter, by default style, grade, descriptor, gender, race; the default when
+    the file's plans have a problem), kept when the judged items' levels carry them."""
+    from . import medic
+    from .plans import MEDIC
+    from .results import JUDGE, results_table
+
+    results = results_table(study, kinds=(JUDGE,))
+    fields = [*medic.LIST_OUTCOMES, *medic.CATEGORY_OUTCOMES]
+    if results.empty or not results["field"].astype(str).isin(fields).any():
+        return None
+    if factors is None:
+        try:
+            plan = medic_plan(study)
+        except PlanParameterError:  # `analyze` refuses such a file; the page says why and uses the default
+            plan = None
+        factors = (plan or MEDIC).factors
+    judges = Judge.objects.filter(name__in=results["who"].astype(str).unique().tolist()).select_related("source")
+    models = {judge.name: judge.source.name for judge in judges}
+    return medic.medic_report(results, study=study.name, judge_models=models, factors=factors)
+
+
 def compute_plans(
     plans: list[AnalysisPlan] | None = None, *, study: Study | None = None, progress: Progress | None = None
 ) -> list[tuple[AnalysisPlan, pd.DataFrame]]:
     """Each plan's table (default: every plan) over the study's answers (from its results table), or every answer
     in the database without a study (answers need not belong to one), leaving out plans without scored answers:
-    an EquityMedQA-only database gives none."""
+    an EquityMedQA-only database gives none. Plans over judge ratings (MEDIC's) are not among them: `medic_report`."""
     found = []
-    for plan in PLANS.values() if plans is None else plans:
+    for plan in SCORE_PLANS.values() if plans is None else [plan for plan in plans if not plan.reads_judges]:
         if progress is not None:
             progress(COMPUTED_AT, f"Computing {plan.title}")
         table = plan_table(plan) if study is None else study_plan_table(plan, study)

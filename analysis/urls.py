@@ -1,6 +1,6 @@
 from django.urls import path, re_path
 
-from . import judge_views, views
+from . import judge_views, medic_views, views
 
 app_name = "analysis"
 
@@ -16,6 +16,13 @@ urlpatterns = [
         name="judge_table_csv",
     ),
     re_path(r"^studies/(?P<pk>[0-9]+)/judges/plot\.(?P<fmt>svg|png)$", judge_views.judge_plot, name="judge_plot"),
+    path("studies/<int:pk>/medic/", medic_views.medic_study, name="medic"),
+    re_path(
+        r"^studies/(?P<pk>[0-9]+)/medic/(?P<table>generalisation|judge_means|judge_agreement)\.csv$",
+        medic_views.medic_table_csv,
+        name="medic_table_csv",
+    ),
+    re_path(r"^studies/(?P<pk>[0-9]+)/medic/plot\.(?P<fmt>svg|png)$", medic_views.medic_plot, name="medic_plot"),
     path("runs/<int:pk>/<str:table>.csv", views.table_csv, name="table_csv"),
     # An analysis plan's plot, named as its table (accuracy.csv -> plots/accuracy.svg): no hyphen, unlike rates'.
     re_path(r"^runs/(?P<pk>[0-9]+)/plots/(?P<name>[a-z0-9_]+)\.(?P<fmt>svg|png)$", views.plan_plot, name="plan_plot"),

@@ -10,7 +10,7 @@ from analysis.loading import load_frames_from_dir
 from analysis.models import TABLE_FIELDS
 from analysis.plan_loading import table_csv
 from analysis.plan_parameters import PlanParameterError
-from analysis.plans import PLANS
+from analysis.plans import SCORE_PLANS
 from analysis.results import studies_frames
 from analysis.results_frames import SourceNameClash
 from studies.models import Study
@@ -29,7 +29,9 @@ class Command(BaseCommand):
         "consumer regression, and write rates.csv, reliability.csv, counterfactual_crosstab.csv and "
         "consumer_regression.csv; beside them, each analysis plan's table (BiasMedQA: accuracy.csv and accuracy.png) "
         "when the database holds its scored answers. With --study, that study's ratings (when it has a rubric) and "
-        "the plans its definition names, over its own answers. Runs in this process (no Celery worker needed)."
+        "the plans its definition names, over its own answers (the medic plan: judge_means.csv, "
+        "judge_agreement.csv and generalisation.csv from its judge ratings). Runs in this process (no Celery worker "
+        "needed)."
     )
 
     def add_arguments(self, parser):
@@ -51,13 +53,13 @@ class Command(BaseCommand):
                  "default: each predictor's most frequent level.",
         )  # fmt: skip
         parser.add_argument(
-            "--plan", action="append", default=[], choices=sorted(PLANS), metavar="NAME",
-            help=f"Only this analysis plan (repeatable; {', '.join(sorted(PLANS))}); default: every plan with "
+            "--plan", action="append", default=[], choices=sorted(SCORE_PLANS), metavar="NAME",
+            help=f"Only this analysis plan (repeatable; {', '.join(sorted(SCORE_PLANS))}); default: every plan with "
                  "scored answers in the database. Not with --study (the study names its plans) or --from.",
         )  # fmt: skip
 
     def handle(self, *args, out: Path, study: int | None, from_dir: Path | None, seed: int, reference, **options):
-        chosen = [PLANS[name] for name in dict.fromkeys(options["plan"])]
+        chosen = [SCORE_PLANS[name] for name in dict.fromkeys(options["plan"])]
         if chosen and (study is not None or from_dir is not None):
             raise CommandError(
                 "--plan reads every answer in the database: it cannot be combined with --study (the study's "
@@ -76,6 +78,8 @@ class Command(BaseCommand):
             self.stdout.write(f"Study {the_study.pk} has no rubric: no ratings, so no rating tables.")
         if the_study is not None:
             self._write_judge_tables(the_study, out, seed)
+            if any(plan.reads_judges for plan in chosen):
+                self._write_medic_tables(the_study, out)
             self._write_plans(chosen, out, options["verbosity"], study=the_study)
         elif from_dir is None:  # plans read answers, which a release of ratings does not hold
             self._write_plans(chosen, out, options["verbosity"])
@@ -103,6 +107,15 @@ class Command(BaseCommand):
             table.to_csv(out / f"{name}.csv", index=False)
             self.stdout.write(f"{name}.csv: {len(table)} rows")
 
+    def _write_medic_tables(self, study, out: Path) -> None:
+        report = services.medic_report(study)
+        if report is None:
+            self.stdout.write(f"medic: no judge rated a MEDIC field of study {study.pk}, its tables not written")
+            return
+        for name, table in report.tables().items():
+            (out / name).write_text(table_csv(table), encoding="utf-8")
+            self.stdout.write(f"{name}: {len(table)} rows (medic)")
+
     def _write_plans(self, chosen, out: Path, verbosity: int, study=None) -> None:
         if study is not None and not chosen:
             self.stdout.write(f"Study {study.pk} names no analysis plan.")
@@ -116,7 +129,7 @@ class Command(BaseCommand):
                 (out / f"{plan.stem}.png").write_bytes(plan.figure(table, fmt="png"))
                 self.stdout.write(f"{plan.stem}.png")
         written = {plan.name for plan, _ in computed}
-        for plan in (plan for plan in chosen if plan.name not in written):
+        for plan in (plan for plan in chosen if plan.name not in written and not plan.reads_judges):
             whose = f" of study {study.pk}" if study is not None else ""
             self.stdout.write(f"{plan.name}: no scored answers{whose}, {plan.table} not written")
 
