@@ -19,13 +19,16 @@ mkdir -p var
 .venv/bin/python scripts/stand_in_llm.py --port 8089 --latency 0.05 \
   --judge-model-error stand-in-careful=0.05 \
   --judge-model-error stand-in-group-error=0.1 --judge-model-group-error stand-in-group-error:Black=0.6 \
+  --judge-model-error stand-in-medic-b=0.25 \
   >var/demo-stand-in.log 2>&1 &
 stand_in=$!
 worker=""
 trap 'kill $worker "$stand_in" 2>/dev/null || true' EXIT INT TERM
 
 .venv/bin/python manage.py migrate --no-input -v 0
-# Queues the demo judges' calls in the broker; the worker answers them once it starts.
+# Queues the demo judges' calls in the broker; the worker answers them once it starts. The small MEDIC study
+# (studies/demo_medic.py) runs here, stage by stage, on the stand-in started above (~half a minute).
+sleep 1  # the stand-in's port opens
 .venv/bin/python manage.py seed_demo
 
 # Answer generation waits on HTTP, so the worker uses threads.

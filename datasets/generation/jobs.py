@@ -52,10 +52,11 @@ def job_parameters(source: AnswerSource, recipe: PromptRecipe | None = None) -> 
 def questions_at(dataset: Dataset, levels: dict | None):
     """The dataset's questions at these factor levels; the reference level `none` also matches a question
     that lacks the factor. Levels out of bounds (`factors.levels_problem`) are refused: a factor name goes into
-    the query, where `bias__regex` would be a lookup."""
+    the query, where `bias__regex` would be a lookup. A generated question flagged unusable (datasets/chains:
+    `metadata.usable` false) is never asked: the step's page counts and shows them."""
     if problem := levels_problem(levels or {}):
         raise GenerationRefused(problem)
-    questions = dataset.questions.all()
+    questions = dataset.questions.exclude(metadata__usable=False)
     for factor, level in (levels or {}).items():
         at_level = Q(**{f"levels__{factor}": level})
         if level == REFERENCE_LEVEL:

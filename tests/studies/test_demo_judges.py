@@ -12,6 +12,8 @@ from django.test import TestCase
 from analysis.services import judge_report
 from datasets.demo import seed_demo
 from studies.demo_judges import JUDGES, PERSON_AGREES, seed_judged_study, stand_in_flags, stand_in_verdict
+from studies.demo_medic import JUDGE_ERRORS
+from studies.demo_medic import stand_in_flags as medic_flags
 from studies.judge_kind import submit_judge
 from studies.models import JudgeRating, JudgeReply, Rating
 from tests.conftest import REPO
@@ -40,9 +42,12 @@ def test_demo_sh_tells_the_stand_in_what_the_demo_judges_say():
     for flag in stand_in_flags():
         assert flag in text, flag
     errors = stand_in_script().model_errors(*demo_sh_flags())
+    medic = {model: (rate, {}) for model, rate in JUDGE_ERRORS.items() if rate}  # the MEDIC demo's judge B
     assert {model: (e.error_rate, e.group_errors) for model, e in errors.items()} == {
         judge.model: (judge.error_rate, judge.group_errors) for judge in JUDGES
-    }
+    } | medic
+    for flag in medic_flags():
+        assert flag in text, flag
 
 
 @pytest.fixture

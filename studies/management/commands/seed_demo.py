@@ -10,6 +10,7 @@ from datasets.demo import seed_demo
 from datasets.importers import ImportRejected
 from studies.demo import seed_demo_studies
 from studies.demo_judges import seed_judged_study
+from studies.demo_medic import seed_medic
 from studies.demo_ratings import STUDY_NAME as SIMULATED
 from studies.demo_ratings import seed_simulated_ratings
 
@@ -33,6 +34,8 @@ class Command(BaseCommand):
         # With a broker a worker answers the judges' calls; without one (eager Celery) they would run here, now,
         # against a stand-in that may not be up, so they are left to `judge_study`.
         judged = seed_judged_study(queue=not settings.CELERY_TASK_ALWAYS_EAGER)
+        # MEDIC's stages follow each other, so its small study is run here, stage by stage, when the stand-in is up.
+        medic = seed_medic(run=True)
         for login in seed.logins:
             self.stdout.write(f"login {login.role} {login.username} {login.password}")
         for dataset in seed.datasets:
@@ -61,6 +64,12 @@ class Command(BaseCommand):
                 f"--judge NAME --wait"
             )
         self.stdout.write(f"judge page: /analysis/studies/{study.pk}/judges/")
+        if medic.ran:
+            self.stdout.write(f"MEDIC study {medic.study.pk} {medic.study.name!r} run on the stand-in: "
+                              f"{medic.study.items.count()} judged answers; /analysis/studies/{medic.study.pk}/medic/")  # fmt: skip
+        else:
+            self.stdout.write(f"MEDIC study {medic.study.pk} {medic.study.name!r} made, not run (the stand-in is not "
+                              f"up): README, 'Running MEDIC'")  # fmt: skip
         consumer_study = studies[0].study
         self.stdout.write(
             f"panel link (a new consumer from a crowd panel): /panel/{consumer_study.pk}/"
