@@ -65,8 +65,9 @@ class Command(BaseCommand):
             )
         self.stdout.write(f"judge page: /analysis/studies/{study.pk}/judges/")
         if medic.ran:
+            medic_page = f"/analysis/studies/{medic.study.pk}/medic/"
             self.stdout.write(f"MEDIC study {medic.study.pk} {medic.study.name!r} run on the stand-in: "
-                              f"{medic.study.items.count()} judged answers; /analysis/studies/{medic.study.pk}/medic/")  # fmt: skip
+                              f"{medic.study.items.count()} judged answers; {medic_page}")  # fmt: skip
         else:
             self.stdout.write(f"MEDIC study {medic.study.pk} {medic.study.name!r} made, not run (the stand-in is not "
                               f"up): README, 'Running MEDIC'")  # fmt: skip
