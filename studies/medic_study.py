@@ -10,7 +10,7 @@ prompt); the `medic` plan reports per (answering source, judge model) pair.
 
 from typing import Any
 
-from datasets.chains.medic_templates import EXTRA_STRING, RESTYLE_EXTRA_STRING, recipe_name
+from datasets.chains.medic_templates import EXTRA_STRING, PATIENT_EXPRESSION, RESTYLE_EXTRA_STRING, recipe_name
 from datasets.medic_styles import STANDARD, style_levels
 
 from . import medic
@@ -30,23 +30,31 @@ def medic_definition(
     samples: int,
     answerers: list[str],
     judge_models: list[str],
+    patients: list[dict[str, str]] | None = None,
     seed: int = 0,
 ) -> dict[str, Any]:
     """The study file's definition (complete, in the schema's order). `maker`: the source generating questions
-    with the templates of its `family` (mistral, llama, qwen); `judge_models`: sources, three judges each."""
+    with the templates of its `family` (mistral, llama, qwen); `judge_models`: sources, three judges each;
+    `patients`: the patients' levels (`gender`, `race`: "I'm a {gender}. I'm {race}" before the desire, MEDIC's
+    patient-expression template), or none (MEDIC's desire-to-question template)."""
     asked, restyled = f"{name}: questions", f"{name}: restyled questions"
+    first = {
+        "name": f"{name}: desire to question",
+        "source": maker,
+        "recipe": recipe_name("desire to question", family),
+        "input_dataset": desires,
+        "input_levels": desire_levels,
+        "output": asked,
+        "expansions": [{"style": STANDARD}],
+        "phrases": {"extra_string": EXTRA_STRING},
+        "output_levels": {"step": "question"},
+    }
+    if patients:
+        first["recipe"] = recipe_name("desire and patient to question", family)
+        first["expansions"] = [{**patient, "style": STANDARD} for patient in patients]
+        first["phrases"] = {**first["phrases"], "patient_expression": PATIENT_EXPRESSION}
     steps = [
-        {
-            "name": f"{name}: desire to question",
-            "source": maker,
-            "recipe": recipe_name("desire to question", family),
-            "input_dataset": desires,
-            "input_levels": desire_levels,
-            "output": asked,
-            "expansions": [{"style": STANDARD}],
-            "phrases": {"extra_string": EXTRA_STRING},
-            "output_levels": {"step": "question"},
-        },
+        first,
         {
             "name": f"{name}: restyle",
             "source": maker,

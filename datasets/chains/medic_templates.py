@@ -31,6 +31,12 @@ DESIRE_TO_QUESTION = {
     "llama": WANTS + "{{question}}.\n" + INDENT + ASKS,  # "topic {desire_text}", no "of", as in the source
 }
 DESIRE_TO_QUESTION["qwen"] = DESIRE_TO_QUESTION["mistral"]  # Mistral, BioMistral and Qwen share it
+# `prompt_for_desire_patient_to_chatbot_prompt`: one template for every family; `{patient_expression}` a phrase
+# (e.g. "I'm a woman. I'm Black": the template adds the full stop), `{desire}` the input's text.
+DESIRE_PATIENT_TO_QUESTION = {
+    family: "{pre}. {{patient_expression}}. " + WANTS.removeprefix("{pre}") + "{{question}}. " + ASKS
+    for family in PRE_PROMPT
+}
 RESTYLE = {family: '{pre}One possible way to re-write the sentence "{{question}}"{{extra_string}} is: '
            for family in PRE_PROMPT}  # fmt: skip
 
@@ -40,7 +46,11 @@ RESTYLE_EXTRA_STRING = {
     "factor": "style", "cases": {"standard": ""}, "default": " in the style of someone who {style},"
 }  # fmt: skip
 
-STEPS = {"desire to desire": DESIRE_TO_DESIRE, "desire to question": DESIRE_TO_QUESTION, "restyle": RESTYLE}
+STEPS = {"desire to desire": DESIRE_TO_DESIRE, "desire to question": DESIRE_TO_QUESTION,
+         "desire and patient to question": DESIRE_PATIENT_TO_QUESTION, "restyle": RESTYLE}  # fmt: skip
+# The patient expression over a step's `gender` and `race` levels (common/Patient.py's "I'm a {gender}." and a race
+# phrase such as "I'm Black"); the template adds the last full stop.
+PATIENT_EXPRESSION = {"factor": "gender", "cases": {}, "default": "I'm a {gender}. I'm {race}"}
 
 
 def recipe_name(step: str, family: str) -> str:

@@ -216,8 +216,24 @@ def test_medics_templates_are_the_sources_words():
     source = (MEDIC.parents[2] / "SOURCE.md").read_text(encoding="utf-8")
     blocks = {block.strip("\n") for block in source.split("```")[1::2]}
     for step, templates in medic_templates.STEPS.items():
-        own_name = "{prompt_text}" if step == "restyle" else "{desire_text}"
+        own_name = {"restyle": "{prompt_text}", "desire and patient to question": "{desire}"}.get(step, "{desire_text}")
         for family, template in templates.items():
             written = template.format(pre="{self._pre_prompt}").replace("{question}", own_name)
             assert written in blocks, (step, family)  # the restyling prompt keeps its final space
     assert medic_templates.PRE_PROMPT["qwen"] in source and medic_templates.PRE_PROMPT["llama"] in source
+
+
+@pytest.mark.django_db
+def test_medics_patient_template_puts_the_patient_expression_before_the_desire():
+    source = AnswerSourceFactory(name="Maker", base_url="http://127.0.0.1:9/v1", model_name="maker")
+    desire = QuestionFactory(text="sleep problems", levels={"step": "desire"})
+    step = QuestionStep.objects.create(
+        name="Patients", source=source, output=DatasetFactory(), input_dataset=desire.dataset,
+        recipe=PromptRecipe.objects.get(name=recipe_name("desire and patient to question", "mistral")),
+        phrases={"extra_string": EXTRA_STRING, "patient_expression": medic_templates.PATIENT_EXPRESSION},
+    )  # fmt: skip
+    body = question_kind.build_request(step, desire, {"gender": "woman", "race": "Black", "style": "standard"}, 0)
+    assert body["messages"][-1]["content"] == (
+        ". I'm a woman. I'm Black. A patient would like a medical chatbot to help him/her with the topic sleep "
+        "problems. One possible question the patient might ask the chatbot is:"
+    )
