@@ -56,7 +56,8 @@ def questions_at(dataset: Dataset, levels: dict | None):
     `metadata.usable` false) is never asked: the step's page counts and shows them."""
     if problem := levels_problem(levels or {}):
         raise GenerationRefused(problem)
-    questions = dataset.questions.exclude(metadata__usable=False)
+    # has_key first: without it, NULL (no such key) would exclude every question that was never checked
+    questions = dataset.questions.exclude(Q(metadata__has_key="usable") & Q(metadata__usable=False))
     for factor, level in (levels or {}).items():
         at_level = Q(**{f"levels__{factor}": level})
         if level == REFERENCE_LEVEL:

@@ -14,11 +14,13 @@ from django.test import Client
 
 from datasets import example_pool, recipe_pages
 from datasets.demo import BIASMEDQA_VARIANTS, CLINICIAN_REFERENCE, DEEPSEEK, DEMO_DATA, QPAIN_DEMO, STAND_IN
+from datasets.importers.medic import MEDIC_DATASET
 from datasets.importers.qpain import QPAIN_DATASET
 from datasets.importers.questions import MEDQA_DATASET
 from datasets.models import Answer, AnswerSource, CounterfactualPair, Dataset, PromptRecipe, Question
 from datasets.recipes import build_request
 from raters.models import RaterProfile
+from studies.demo_medic import DEMO_DESIRES
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.django_db
@@ -217,7 +219,7 @@ def test_medqa_the_biasmedqa_recipes_and_the_stand_in_source_are_there_for_the_w
     assert variants.questions.filter(levels__bias="none").count() == 1273
     assert (
         not Question.objects.exclude(levels={})
-        .exclude(dataset__name__in=[QPAIN_DATASET, BIASMEDQA_VARIANTS, QPAIN_DEMO])
+        .exclude(dataset__name__in=[QPAIN_DATASET, BIASMEDQA_VARIANTS, QPAIN_DEMO, MEDIC_DATASET, DEMO_DESIRES])
         .exists()
     )
     assert not Answer.objects.filter(question__dataset__in=[medqa, variants]).exists()

@@ -124,7 +124,7 @@ def test_wrong_types_and_unknown_keys_are_each_reported_with_line_and_key():
         "line 8, conditions[0].recipes: unknown key 'recipes' (known here: source, recipe, imported)",
         'line 10, scorers[0].version: expected a whole number, not "2"',
         "line 13, pools[0].replication: must be at least 1",
-        "line 14, colour: unknown key 'colour' (known here: format, name, description, questions, conditions, "
+        "line 14, colour: unknown key 'colour' (known here: format, name, description, steps, questions, conditions, "
         "scorers, rubric, pools, human_slice, judges, references, plans, rating)",
     ]
 
