@@ -236,7 +236,8 @@ def generation_reply(prompt: str, seed: object) -> str | None:
         if "typos" in style:
             words = sentence.split()
             sentence = " ".join(word[:-1] if len(word) > 4 and i % 2 else word for i, word in enumerate(words))
-        return opening + sentence
+            return opening + sentence
+        return opening + sentence + (f" (as someone who {style})" if style else "")  # each style its own text
     return None
 
 
