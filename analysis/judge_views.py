@@ -1,19 +1,16 @@
 """A study's judge page (issue 19): judges against people, the equity audit's flags, judge-assisted estimates,
 where judges and people disagree, failed replies; its two tables as CSV and its plot. The study team's pages."""
 
-import math
-
-from django.http import Http404, HttpResponse, StreamingHttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, render
-from django.utils.text import slugify
 from django.views.decorators.http import require_GET
 
 from raters.access import study_team_required
 from raters.roles import is_coordinator
-from studies.exports import stream_csv
 from studies.models import JudgeReply, Study
 
 from . import judge_plots, judge_summary
+from .downloads import table_download
 from .judge_page import judge_page
 from .judge_report import TABLE_ATTRIBUTES
 from .pages import PLOT_FORMATS
@@ -63,10 +60,6 @@ def _report_or_404(study):
     return report
 
 
-def _cell(value):
-    return None if isinstance(value, float) and math.isnan(value) else value
-
-
 @require_GET
 @study_team_required
 def judge_table_csv(request, pk, table):
@@ -76,12 +69,7 @@ def judge_table_csv(request, pk, table):
     if table not in TABLE_ATTRIBUTES:
         raise Http404("No such table.")
     study = _study(pk)
-    frame = _report_or_404(study).tables()[table]
-    rows = [list(frame.columns), *([_cell(value) for value in row] for row in frame.itertuples(index=False))]
-    response = StreamingHttpResponse(stream_csv(rows), content_type="text/csv; charset=utf-8")
-    name = slugify(study.name) or f"study-{study.pk}"
-    response["Content-Disposition"] = f'attachment; filename="{name}-{table}.csv"'
-    return response
+    return table_download(_report_or_404(study).tables()[table], study=study, filename=f"{table}.csv")
 
 
 @require_GET

@@ -2,18 +2,15 @@
 pairs, with its plot, then the means with t-intervals per pair and the judge-pair agreement; the three tables as
 CSV (as `analyze --study` writes them) and the plot as SVG/PNG. The study team's pages."""
 
-import math
-
-from django.http import Http404, HttpResponse, StreamingHttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, render
-from django.utils.text import slugify
 from django.views.decorators.http import require_GET
 
 from raters.access import study_team_required
-from studies.exports import stream_csv
 from studies.models import Study
 
 from . import medic_plots, medic_summary, services
+from .downloads import table_download
 from .medic import TABLE_FILES
 from .medic_page import medic_page
 from .pages import PLOT_FORMATS
@@ -59,10 +56,6 @@ def medic_study(request, pk):
     return render(request, "analysis/medic.html", context)
 
 
-def _cell(value):
-    return None if isinstance(value, float) and math.isnan(value) else value
-
-
 @require_GET
 @study_team_required
 def medic_table_csv(request, pk, table):
@@ -72,12 +65,7 @@ def medic_table_csv(request, pk, table):
     if name not in TABLE_FILES.values():
         raise Http404("No such table.")
     study = _study(pk)
-    frame = _report_or_404(study).tables()[name]
-    rows = [list(frame.columns), *([_cell(value) for value in row] for row in frame.itertuples(index=False))]
-    response = StreamingHttpResponse(stream_csv(rows), content_type="text/csv; charset=utf-8")
-    stem = slugify(study.name) or f"study-{study.pk}"
-    response["Content-Disposition"] = f'attachment; filename="{stem}-{name}"'
-    return response
+    return table_download(_report_or_404(study).tables()[name], study=study, filename=name)
 
 
 @require_GET
