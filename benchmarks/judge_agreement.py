@@ -3,7 +3,8 @@
 Two judges rate --items items --repeats times each (default 100,000 x 5 x 2 = 1,000,000 judge ratings); three
 people of one pool rate the first --human-items of them; every item has a race level, and the second judge errs
 more often for one race. Times `agreement_table` (agreement with bootstrap CIs per field and level, the equity
-audit) and `judge_assisted_table` (PPI) in a child process each, and prints the seconds, the peak resident
+audit), `judge_assisted_table` (PPI), `judge_place_table` (each judge among the people) and `consistency_table`
+(repeats) in a child process each, and prints the seconds, the peak resident
 memory (VmHWM) and the load average before and after.
 
     .venv/bin/python benchmarks/judge_agreement.py [--items 100000] [--repeats 5] [--human-items 2000]
@@ -57,13 +58,17 @@ def ratings(items: int, repeats: int, human_items: int, seed: int = 3) -> pd.Dat
 
 
 def _timed(name: str, frame: pd.DataFrame, queue) -> None:
-    from analysis.judge_agreement import agreement_table
+    from analysis.judge_agreement import agreement_table, consistency_table, judge_place_table
     from analysis.ppi import judge_assisted_table
 
     before = status_mib("VmHWM")
     start = time.perf_counter()
     if name == "agreement_table":
         table = agreement_table(frame, study="bench", factors=["race"])
+    elif name == "judge_place_table":
+        table = judge_place_table(frame, study="bench")
+    elif name == "consistency_table":
+        table = consistency_table(frame, study="bench")
     else:
         table = judge_assisted_table(frame, study="bench", factors=["race"], positive="yes")
     queue.put((name, time.perf_counter() - start, len(table), status_mib("VmHWM"), before))
@@ -82,7 +87,7 @@ def main() -> None:
     print("| step | rows out | seconds | peak RSS (MiB) |")
     print("| --- | --- | --- | --- |")
     context = multiprocessing.get_context("fork")  # the child inherits the frame: its peak is the step's own
-    for name in ("agreement_table", "judge_assisted_table"):
+    for name in ("agreement_table", "judge_assisted_table", "judge_place_table", "consistency_table"):
         queue = context.Queue()
         child = context.Process(target=_timed, args=(name, frame, queue))
         child.start()
