@@ -57,13 +57,11 @@ def _empty_cache():
 
 @pytest.fixture
 def reference_data():
-    """The rows migrations create (pools, rubrics, survey categories, MEDIC's generation recipes).
+    """The rows migrations create (pools, rubrics, survey categories).
 
     Transactional tests (browser, worker) flush the database after each test, taking these with them;
     this puts them back.
     """
-    from datasets.chains.medic_templates import ensure_medic_recipes
-    from datasets.models import PromptRecipe
     from raters.defaults import ensure_builtin_pools, ensure_demographic_options
     from raters.models import DemographicOption, RaterPool
     from studies.models import Rubric, RubricVersion
@@ -72,7 +70,6 @@ def reference_data():
     ensure_builtin_pools(RaterPool)
     ensure_demographic_options(DemographicOption)
     ensure_default_rubrics(Rubric, RubricVersion)
-    ensure_medic_recipes(PromptRecipe)
 
 
 @pytest.fixture

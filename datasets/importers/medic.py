@@ -18,9 +18,10 @@ from pathlib import Path
 
 from django.db import transaction
 
+from ..chains.medic_templates import ensure_medic_recipes
 from ..factors import levels_problem
 from ..medic_styles import style_levels
-from ..models import Answer, AnswerSource, Dataset, Question, settings_fingerprint, text_fingerprint
+from ..models import Answer, AnswerSource, Dataset, PromptRecipe, Question, settings_fingerprint, text_fingerprint
 from .answers import check_study, link_imported
 from .errors import RowErrors
 from .reading import Opener, jsonl_rows
@@ -237,7 +238,8 @@ def import_medic_files(
     files: list[MedicFile], *, dataset: str = MEDIC_DATASET, study: int | None = None
 ) -> ImportReport:
     """Import the files into the dataset (created if missing), all or nothing; ImportRejected names every
-    problem by file and line."""
+    problem by file and line. MEDIC's generation templates come with its data: the recipes of
+    `datasets/chains/medic_templates.py` are made when missing (a MEDIC study file's steps name them)."""
     errors = RowErrors()
     seen = _Seen()
     for file in files:
@@ -251,6 +253,8 @@ def import_medic_files(
     check_study(study, sources=sorted(seen.chatbots), datasets=[stored.name if stored else dataset])
     report = ImportReport(rows=sum(seen.counts.values()))
     with transaction.atomic():
+        if made := ensure_medic_recipes(PromptRecipe):
+            report.notes.append(f"MEDIC's generation templates: {made} prompt recipes made")
         target = get_or_create_datasets([dataset], report)[dataset]
         _write_questions(files, target, report, errors)
         if seen.answer_prompts:

@@ -10,7 +10,7 @@ import pytest
 from django.core.exceptions import ValidationError
 
 from datasets.chains import medic_templates, question_kind, steps, usable
-from datasets.chains.medic_templates import EXTRA_STRING, RESTYLE_EXTRA_STRING, recipe_name
+from datasets.chains.medic_templates import EXTRA_STRING, RESTYLE_EXTRA_STRING, ensure_medic_recipes, recipe_name
 from datasets.models import PromptRecipe, Question, QuestionStep
 from engine import lanes, registered_kinds
 from engine.llm_client import Completion
@@ -85,6 +85,7 @@ def drain(source):
 
 def chain(server, *, start=QuestionStep.Start.FLOW, samples=2):
     """Two desires -> a patient question each (standard) -> restyled in three styles x `samples`."""
+    ensure_medic_recipes(PromptRecipe)  # import_medic makes them with MEDIC's data
     source = AnswerSourceFactory(name="Stand-in maker", base_url=server.base_url, model_name="stand-in",
                                  concurrency=2, request_timeout_seconds=5, temperature=0.7)  # fmt: skip
     desires = DatasetFactory(name="Desires")
@@ -225,6 +226,7 @@ def test_medics_templates_are_the_sources_words():
 
 @pytest.mark.django_db
 def test_medics_patient_template_puts_the_patient_expression_before_the_desire():
+    ensure_medic_recipes(PromptRecipe)
     source = AnswerSourceFactory(name="Maker", base_url="http://127.0.0.1:9/v1", model_name="maker")
     desire = QuestionFactory(text="sleep problems", levels={"step": "desire"})
     step = QuestionStep.objects.create(

@@ -8,8 +8,8 @@ import textwrap
 import pytest
 from django.core.management import CommandError, call_command
 
-from datasets.chains.medic_templates import recipe_name
-from datasets.models import Dataset, Question, QuestionStep
+from datasets.chains.medic_templates import ensure_medic_recipes, recipe_name
+from datasets.models import Dataset, PromptRecipe, Question, QuestionStep
 from studies.study_files import export_study, load_study_text
 from studies.study_yaml import StudyFileError
 from tests.factories import AnswerSourceFactory, DatasetFactory, QuestionFactory
@@ -57,6 +57,7 @@ def problems_of(text: str) -> list[str]:
 
 @pytest.fixture
 def desires(db):
+    ensure_medic_recipes(PromptRecipe)  # import_medic makes them with MEDIC's data
     dataset = DatasetFactory(name="Desires")
     for n, topic in enumerate(["cold symptoms while pregnant", "sleep problems on antidepressants"]):
         QuestionFactory(dataset=dataset, external_id=f"d{n}", text=topic, levels={"step": "desire"})
@@ -113,6 +114,7 @@ def eager_celery():
 
 @pytest.mark.django_db(transaction=True)
 def test_run_steps_makes_the_chain_and_a_second_run_queues_nothing(eager_celery):
+    ensure_medic_recipes(PromptRecipe)
     desires = DatasetFactory(name="Desires")
     for n, topic in enumerate(["cold symptoms while pregnant", "sleep problems on antidepressants"]):
         QuestionFactory(dataset=desires, external_id=f"d{n}", text=topic, levels={"step": "desire"})

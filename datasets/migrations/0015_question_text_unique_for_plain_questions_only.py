@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('datasets', '0015_medic_recipes'),
+        ('datasets', '0014_question_steps'),
     ]
 
     operations = [
