@@ -13,6 +13,8 @@ usable question this step stores, in the store's transaction; one that starts `a
 this step's batch has nothing unfinished, decided under this step's row lock (as a generation job ends).
 """
 
+import contextlib
+
 from django.db import transaction
 from django.db.models import Count
 from django.utils import timezone
@@ -101,15 +103,24 @@ class QuestionKind:
         step, question, expansion, sample = _rows(call)
         result = keep_question(step, question, expansion, sample, call=call, completion=completion)
         made = Question.objects.filter(pk=result.get("question")).first() if result.get("new") else None
+        # A next step that cannot be asked now (its recipe edited, its source without an endpoint) must not cost
+        # this reply: it is kept, and the next step says why when it is run.
         if made is not None and made.metadata.get("usable"):
             for following in step.next_steps.filter(start=QuestionStep.Start.FLOW):
-                submit_for(following, [made])
-        advance_if_finished(step.pk, besides=call.id)
+                _quietly(submit_for, following, [made])
+        _quietly(advance_if_finished, step.pk, besides=call.id)
         return result
 
     def failed(self, call, error) -> None:
         """Nothing is made up for a failed call (it keeps its error and history), but the step may be finished."""
-        advance_if_finished(call.subject.get("step"))
+        _quietly(advance_if_finished, call.subject.get("step"))
+
+
+def _quietly(queue, *args, **kwargs) -> None:
+    """Queue a next step's calls in a savepoint; a step that refuses (StepError, RecipeError) undoes only its own
+    writes: the reply being stored stays."""
+    with contextlib.suppress(steps.StepError, RecipeError), transaction.atomic():
+        queue(*args, **kwargs)
 
 
 def keep_question(step, question, expansion, sample, *, call, completion) -> dict:
@@ -157,7 +168,6 @@ def input_questions(step: QuestionStep):
 def submit_step(step: QuestionStep) -> int:
     """Queue a call for every (input, expansion, sample) of the step without an output or a call under way; a
     failed or cancelled one is put back in the queue. Returns how many were queued: none on a second run."""
-    check_step(step)
     return submit_for(step, None)
 
 
@@ -165,6 +175,7 @@ def submit_for(step: QuestionStep, inputs: list[Question] | None) -> int:
     """`submit_step` over these inputs only (None: the step's whole input), under the step's row lock."""
     with transaction.atomic():
         locked = QuestionStep.objects.select_for_update().select_related("source", "recipe").get(pk=step.pk)
+        check_step(locked)
         parameters = frozen_parameters(locked)
         if not locked.parameters:
             QuestionStep.objects.filter(pk=locked.pk).update(parameters=parameters)

@@ -207,7 +207,13 @@ def test_a_step_that_made_questions_keeps_its_recipe_and_refuses_a_changed_one()
 def test_a_step_whose_recipe_shows_examples_or_whose_source_has_no_endpoint_is_refused():
     with FakeLLM() as server:
         source, ask, _ = chain(server)
+    shown = PromptRecipe.objects.create(name="With an example", examples=[{"answer": "correct"}])
+    ask.recipe = shown
+    ask.save()
+    with pytest.raises(steps.StepError, match="shows worked examples"):
+        question_kind.submit_step(ask)
     ask.source = AnswerSourceFactory(name="No endpoint")
+    ask.save()
     with pytest.raises(steps.StepError, match="no endpoint"):
         question_kind.submit_step(ask)
 
@@ -239,3 +245,18 @@ def test_medics_patient_template_puts_the_patient_expression_before_the_desire()
         ". I'm a woman. I'm Black. A patient would like a medical chatbot to help him/her with the topic sleep "
         "problems. One possible question the patient might ask the chatbot is:"
     )
+
+
+@pytest.mark.django_db
+def test_a_next_step_that_cannot_be_asked_does_not_cost_the_reply():
+    with FakeLLM() as server:
+        source, ask, restyle = chain(server, samples=1)
+        restyle.parameters = {"model": "another", "settings": {}}  # as if its recipe changed after it started
+        restyle.save()
+        question_kind.submit_step(ask)
+        drain(source)
+    assert Question.objects.filter(dataset=ask.output).count() == 2  # both replies kept
+    assert not Question.objects.filter(dataset=restyle.output).exists()
+    assert set(Call.objects.filter(kind="question").values_list("status", flat=True)) == {"done"}
+    with pytest.raises(steps.StepError, match="changed after it started"):
+        question_kind.submit_step(restyle)
