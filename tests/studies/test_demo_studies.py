@@ -6,6 +6,7 @@ from collections import Counter
 import pytest
 from django.core.management import call_command
 
+from studies.demo_medic import STUDY_NAME as MEDIC_STUDY
 from studies.demo_ratings import STUDY_NAME as SIMULATED
 from studies.models import Assignment, Study, StudyItem
 
@@ -18,7 +19,8 @@ def seeded():
 
 
 def test_demo_has_one_study_per_rubric_with_valid_items(seeded):
-    demo_studies = Study.objects.exclude(name__startswith=SIMULATED)  # the analysis pages' simulated ratings
+    # Not the analysis pages' simulated ratings, nor the MEDIC study judges rate (studies/demo_medic.py)
+    demo_studies = Study.objects.exclude(name__startswith=SIMULATED).exclude(name=MEDIC_STUDY)
     assert sorted(demo_studies.values_list("rubric_version__rubric__kind", flat=True)) == [
         "counterfactual", "independent", "pairwise",
     ]  # fmt: skip
