@@ -25,8 +25,9 @@ from django.test import override_settings  # noqa: E402
 
 from config.celery import app  # noqa: E402
 from datasets.chains import question_kind  # noqa: E402
+from datasets.chains.medic_templates import ensure_medic_recipes  # noqa: E402
 from datasets.generation import jobs  # noqa: E402
-from datasets.models import Answer, AnswerSource, Dataset, Question  # noqa: E402
+from datasets.models import Answer, AnswerSource, Dataset, PromptRecipe, Question  # noqa: E402
 from engine import calls as engine_calls  # noqa: E402
 from engine.models import Call, Lane  # noqa: E402
 from studies.assignment import items_for_answers  # noqa: E402
@@ -93,6 +94,7 @@ def main() -> None:
                      for n in "AB"]  # fmt: skip
         judges = [AnswerSource.objects.create(name=f"Judge model {n}", model_name=f"judge-{n}", **common)
                   for n in "AB"]  # fmt: skip
+        ensure_medic_recipes(PromptRecipe)  # import_medic makes them with MEDIC's data
         desires = Dataset.objects.create(name="Benchmark desires")
         for n in range(args.desires):
             Question.objects.create(dataset=desires, external_id=f"d{n}", text=f"managing condition {n} at home",

@@ -64,8 +64,9 @@ def main() -> None:
 
 def run(base_url: str) -> list[tuple]:
     from datasets.chains import question_kind
+    from datasets.chains.medic_templates import ensure_medic_recipes
     from datasets.generation import jobs
-    from datasets.models import Answer, AnswerSource, Dataset, Question
+    from datasets.models import Answer, AnswerSource, Dataset, PromptRecipe, Question
     from engine.models import Call
     from studies.assignment import items_for_answers
     from studies.judge_kind import submit_judge
@@ -80,6 +81,7 @@ def run(base_url: str) -> list[tuple]:
     AnswerSource.objects.create(name="SmolLM2 (answers)", max_tokens=200, **common)
     AnswerSource.objects.create(name="SmolLM2 (judge)", max_tokens=300,
                                 structured_output=local_model.JUDGE_STRUCTURED_OUTPUT, **common)  # fmt: skip
+    ensure_medic_recipes(PromptRecipe)  # import_medic makes them with MEDIC's data
     desires = Dataset.objects.create(name="One MEDIC desire")
     Question.objects.create(dataset=desires, external_id="0x48f0cf0e927bebc4", text=DESIRE, levels={"step": "desire"})
     study = load_study_text(medic_file(

@@ -164,12 +164,53 @@ CASES = [
         pytest.mark.integration,
     ),
     case(
+        "medic_chain",
+        [
+            "--desires",
+            "2",
+            "--styles",
+            "3",
+            "--samples",
+            "2",
+            "--concurrency",
+            "2",
+            "--latency",
+            "0.02",
+            "--broker",
+            BROKER,
+        ],
+        [
+            r"MEDIC's chain: 2 desires -> 2 questions -> 3 styles x 2 samples restyled",
+            r"\| steps \(maker\) \| 14 \| [\d.]+ \| [\d.]+ \| 100 \| \d+ % \| 14 questions \|",
+            r"\| answers \(2 sources\) \| 28 \| [\d.]+ \| [\d.]+ \| 200 \| \d+ % \| 28 answers \|",
+            r"\| judges \(2 models x 3 parts\) \| 168 \| [\d.]+ \| [\d.]+ \| 200 \| \d+ % \| 168 judge ratings \|",
+            r"peak in flight [1-4] \(at most 4 .*\); failed calls 0",
+        ],
+        pytest.mark.postgresql,
+        pytest.mark.integration,
+    ),  # fmt: skip
+    case(
+        "medic_local_model",
+        [],
+        [
+            r"MEDIC's chain for one desire on smollm2-135m",
+            r"\| generation steps \| 7 \| [\d.]+ \| [\d.]+ / [\d.]+ \| \d+ questions, \d+ flagged unusable",
+            r"\| answers \| \d+ \| [\d.]+ \|",
+            r"\| MEDIC treatment judge \(SmolLM2 \(judge\)\) \| \d+ \|",
+            r"load average \(1, 5, 15 min\) before [\d. ]+, after [\d. ]+",
+        ],
+        pytest.mark.postgresql,
+        pytest.mark.slow,
+    ),
+    case(
         "judge_agreement",
         ["--items", "200", "--repeats", "2", "--human-items", "50"],
         [
             r"ratings: 950 \(800 by judges, 150 by people\)",
             r"\| agreement_table \| [1-9][\d,]* \| [\d.]+ \| [\d,]+ \|",
             r"\| judge_assisted_table \| [1-9][\d,]* \| [\d.]+ \| [\d,]+ \|",
+            r"\| judge_place_table \| [1-9][\d,]* \| [\d.]+ \| [\d,]+ \|",
+            r"\| consistency_table \| [1-9][\d,]* \| [\d.]+ \| [\d,]+ \|",
             r"load average \(1 min\) before [\d.]+, after [\d.]+",
         ],
     ),
@@ -259,7 +300,7 @@ def skip_or_fail_without_what_it_needs(request) -> None:
             "the benchmarks run on PostgreSQL: run the tests with scripts/test.sh (DATABASE_URL=postgres://...)"
         )
     # The local model's rules (tests/datasets/test_local_model.py); installed, the script starts its own server.
-    needs_model = request.node.callspec.params["name"] in {"local_model", "judge_local_model"}
+    needs_model = request.node.callspec.params["name"] in {"local_model", "judge_local_model", "medic_local_model"}
     if needs_model and os.environ.get("LOCAL_MODEL_SKIP") == "1" and not local_model.is_installed():
         if os.environ.get("CI") == "true":
             pytest.fail("CI runs the local model's tests, but it is not installed and LOCAL_MODEL_SKIP=1")
