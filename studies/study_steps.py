@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from datasets.chains.steps import StepError, check_phrases
+from datasets.chains.steps import StepError, check_phrases, check_size
 from datasets.models import AnswerSource, Dataset, PromptRecipe, QuestionStep
 
 from .study_yaml import Path
@@ -59,6 +59,10 @@ def check_steps(entries: list[dict[str, Any]], problem: Report) -> None:
             check_phrases(entry["phrases"])
         except StepError as error:
             problem((*path, "phrases"), str(error))
+        try:
+            check_size(entry["expansions"], entry["samples"])
+        except StepError as error:
+            problem((*path, "expansions"), str(error))
         step = stored.get(entry["name"])
         if step is not None and step.made_any() and _differs(step, entry):
             problem((*path, "name"), f"a step named {entry['name']!r} has made questions and asks something else: "

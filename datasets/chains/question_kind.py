@@ -60,6 +60,7 @@ def check_step(step: QuestionStep) -> None:
     steps.check_phrases(step.phrases)
     if step.samples < 1:
         raise steps.StepError("A step keeps at least one sample per input.")
+    steps.check_size(step.expansions, step.samples)
 
 
 def _rows(call) -> tuple[QuestionStep, Question, dict[str, str], int]:
@@ -182,31 +183,41 @@ def submit_for(step: QuestionStep, inputs: list[Question] | None) -> int:
         elif locked.parameters != parameters:
             raise steps.StepError(f"The recipe or model of step {locked} changed after it started: add a new step.")
         questions = list(input_questions(locked)) if inputs is None else inputs
-        if not questions:
-            return 0
-        ids = [q.pk for q in questions]
-        existing: dict[tuple[int, int, int], tuple[int, str]] = {}
-        calls = Call.objects.filter(kind=KIND, batch=batch_of(locked.pk))
-        if inputs is not None:
-            calls = calls.filter(subject__question__in=ids)
-        for call_id, subject, status in calls.values_list("id", "subject", "status"):
-            key = (subject["question"], subject["expansion"], subject["sample"])
-            if key not in existing or status in engine_calls.UNFINISHED:
-                existing[key] = (call_id, status)
-        made = set(locked.output.questions.filter(base_id__in=ids).values_list("external_id", flat=True))
-        new, again = [], []
-        for question in questions:
-            for index, expansion in enumerate(steps.expansions_of(locked.expansions)):
-                for sample in range(locked.samples):
-                    if steps.output_external_id(question.external_id, expansion, sample) in made:
-                        continue
-                    call_id, status = existing.get((question.pk, index, sample), (None, ""))
-                    if call_id is None:
-                        new.append(subject_for(locked.pk, question.pk, index, sample))
-                    elif status in (Call.Status.FAILED, Call.Status.CANCELLED):
-                        again.append(call_id)
-        submitted = engine_calls.submit(KIND, locked.source.endpoint, new, batch=batch_of(locked.pk))
-        return submitted + engine_calls.requeue(again)
+        expansions = [(index, steps.expansion_key(levels)) for index, levels in
+                      enumerate(steps.expansions_of(locked.expansions))]  # fmt: skip
+        per_input = len(expansions) * locked.samples
+        chunk = max(1, SUBJECTS_PER_CHUNK // per_input)  # memory bounded however large the input
+        queued = 0
+        for start in range(0, len(questions), chunk):
+            queued += _submit_chunk(locked, questions[start : start + chunk], expansions)
+        return queued
+
+
+SUBJECTS_PER_CHUNK = 20_000
+
+
+def _submit_chunk(step: QuestionStep, questions: list[Question], expansions: list[tuple[int, str]]) -> int:
+    ids = [q.pk for q in questions]
+    existing: dict[tuple[int, int, int], tuple[int, str]] = {}
+    calls = Call.objects.filter(kind=KIND, batch=batch_of(step.pk), subject__question__in=ids)
+    for call_id, subject, status in calls.values_list("id", "subject", "status"):
+        key = (subject["question"], subject["expansion"], subject["sample"])
+        if key not in existing or status in engine_calls.UNFINISHED:
+            existing[key] = (call_id, status)
+    made = set(step.output.questions.filter(base_id__in=ids).values_list("external_id", flat=True))
+    new, again = [], []
+    for question in questions:
+        for index, key in expansions:
+            for sample in range(step.samples):
+                if steps.keyed_external_id(question.external_id, key, sample) in made:
+                    continue
+                call_id, status = existing.get((question.pk, index, sample), (None, ""))
+                if call_id is None:
+                    new.append(subject_for(step.pk, question.pk, index, sample))
+                elif status in (Call.Status.FAILED, Call.Status.CANCELLED):
+                    again.append(call_id)
+    submitted = engine_calls.submit(KIND, step.source.endpoint, new, batch=batch_of(step.pk))
+    return submitted + engine_calls.requeue(again)
 
 
 def unfinished(step: QuestionStep) -> bool:

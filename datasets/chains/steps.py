@@ -18,6 +18,9 @@ from collections.abc import Mapping
 
 PLACEHOLDER = re.compile(r"\{(\w+)\}")
 MAX_EXTERNAL_ID = 200
+# Requests one input makes (expansions x samples): MEDIC's largest is 95 styles x ~12 samples. The bound keeps one
+# submission's memory and one study file's cost known.
+MAX_CALLS_PER_INPUT = 10_000
 QUOTES = {'"': '"', "“": "”", "'": "'"}
 
 
@@ -36,8 +39,20 @@ def expansion_key(levels: Mapping[str, str]) -> str:
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:8]
 
 
+def check_size(expansions: object, samples: int) -> None:
+    count = len(expansions) if isinstance(expansions, list) else 0
+    if max(count, 1) * samples > MAX_CALLS_PER_INPUT:
+        raise StepError(f"{max(count, 1)} expansions x {samples} samples make more than {MAX_CALLS_PER_INPUT:,} "
+                        "requests per input question: split the step")  # fmt: skip
+
+
 def output_external_id(input_id: str, levels: Mapping[str, str], sample: int) -> str:
-    suffix = f"~{expansion_key(levels)}~s{sample}"
+    return keyed_external_id(input_id, expansion_key(levels), sample)
+
+
+def keyed_external_id(input_id: str, key: str, sample: int) -> str:
+    """`output_external_id` with the expansion's key already made (one hash per expansion, not per input)."""
+    suffix = f"~{key}~s{sample}"
     if len(input_id) + len(suffix) > MAX_EXTERNAL_ID:
         input_id = hashlib.sha256(input_id.encode("utf-8")).hexdigest()[:24]
     return f"{input_id}{suffix}"

@@ -35,6 +35,12 @@ def test_expansions_default_to_asking_once_and_ids_do_not_depend_on_key_order():
     assert len(long_id) <= 200 and long_id.endswith("~s3")
 
 
+def test_a_step_asking_too_much_of_one_input_is_refused():
+    steps.check_size([{"style": str(n)} for n in range(100)], 100)  # 10,000: the bound
+    with pytest.raises(steps.StepError, match="101 expansions x 100 samples make more than 10,000 requests"):
+        steps.check_size([{"style": str(n)} for n in range(101)], 100)
+
+
 def test_medic_phrases_are_empty_for_the_standard_style_and_name_any_other():
     assert steps.phrase_values({"extra_string": EXTRA_STRING}, {"style": "standard"}) == {"extra_string": ""}
     assert steps.phrase_values({"extra_string": EXTRA_STRING}, {"style": "writes concisely"}) == {
