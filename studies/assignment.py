@@ -21,6 +21,7 @@ from django.utils import timezone
 from datasets.models import Answer, CounterfactualPair
 from raters.models import RaterProfile
 
+from . import rubric_schema
 from .models import SCORERS_ONLY_ITEMS, Assignment, Slot, Study, StudyAnswer, StudyItem
 from .transitions import StaleTransition, hold_study_open, lock_assignment
 
@@ -102,7 +103,7 @@ def build_items(*, study: Study, dataset_ids: list[int], source_ids: list[int]) 
     return len(new)
 
 
-def items_for_answers(*, study: Study) -> int:
+def items_for_answers(*, study: Study, base_only: bool = False, expect: dict[str, str] | None = None) -> int:
     """One item per answer linked to the study (`StudyAnswer`: imported into it, generated for it) that is not
     an item yet, for a study whose rubric shows one answer; returns how many were new.
 
@@ -110,25 +111,51 @@ def items_for_answers(*, study: Study) -> int:
     condition's too: how a study's judges (or people) rate the answers an import gave it, e.g. BiasMedQA's
     released responses under the auto-evaluator judge. Under the study's row lock, so two runs add each answer
     once; refused for a locked study.
+
+    `base_only`: only answers to questions that are no variant (ContextSRH's people rate the answers to the
+    original questions). `expect`: every new item is an attention check expecting these answers of the rubric's
+    single-choice questions (ContextSRH's gate, `{"relevant": "all"}`); checked against the rubric first.
     """
     if study.is_scorers_only:
         raise AssignmentError(SCORERS_ONLY_ITEMS)
     if study.display != "one_answer":
         raise AssignmentError("Items made from a study's answers show one answer each: the study's rubric shows "
                               f"{study.display!r}.")  # fmt: skip
+    if expect:
+        expectation_problem = _expectation_problem(study.rubric_version.definition, expect)
+        if expectation_problem:
+            raise AssignmentError(expectation_problem)
     with transaction.atomic():
         locked = Study.objects.select_for_update().filter(pk=study.pk).values_list("locked_at", flat=True).first()
         if locked is not None:
             raise AssignmentError("This study is locked: no items are added to it.")
         existing = set(study.items.values_list("answer_id", flat=True))
-        linked = StudyAnswer.objects.filter(study=study).order_by("answer_id").values_list("answer_id", flat=True)
+        linked = StudyAnswer.objects.filter(study=study)
+        if base_only:
+            linked = linked.filter(answer__question__base__isnull=True)
+        linked_ids = linked.order_by("answer_id").values_list("answer_id", flat=True)
+        check = {"is_attention_check": True, "expected_values": dict(expect)} if expect else {}
         new = [
-            StudyItem(study=study, answer_id=answer_id) for answer_id in linked.iterator() if answer_id not in existing
+            StudyItem(study=study, answer_id=answer_id, **check)
+            for answer_id in linked_ids.iterator()
+            if answer_id not in existing
         ]
         StudyItem.objects.bulk_create(new, batch_size=BATCH)
         StudyItem.link_answers(new)
         create_slots(study=study)
     return len(new)
+
+
+def _expectation_problem(definition: dict, expect: dict[str, str]) -> str | None:
+    """Why `expect` cannot be an attention check's expected answers under this rubric, or None."""
+    for key, value in expect.items():
+        asked = next((q for q in rubric_schema.questions(definition) if q["key"] == key), None)
+        if asked is None or asked["type"] != "single":
+            return f"The rubric has no single-choice question {key!r} to expect an answer of."
+        keys = [option["key"] for option in asked.get("options") or []]
+        if value not in keys:
+            return f"{value!r} is not an answer of the rubric's question {key!r} (its answers: {', '.join(keys)})."
+    return None
 
 
 def _latest_answers(dataset_ids, source_ids) -> dict[tuple[int, int], int]:

@@ -8,7 +8,7 @@ version they were given under).
 
 from typing import Any
 
-from . import medic
+from . import contextsrh, medic
 
 AXES_EXAMPLES = (
     "Examples of axes of identity (non-exhaustive): race, ethnicity, gender, socioeconomic status, ability, "
@@ -239,8 +239,10 @@ OTHER_RUBRICS = [
     ("", AUTO_EVALUATOR_RUBRIC, "BiasMedQA's auto-evaluator: does a response match the correct "
      "answer (True, False, NR)?", AUTO_EVALUATOR),
     ("", medic.RUBRIC_NAME, medic.RUBRIC_DESCRIPTION, medic.RUBRIC),
+    ("", contextsrh.RUBRIC_NAME, contextsrh.RUBRIC_DESCRIPTION, contextsrh.RUBRIC),
 ]  # fmt: skip
-OTHER_NOTES = {AUTO_EVALUATOR_RUBRIC: "biasmedqa/SOURCE.md.", medic.RUBRIC_NAME: "medic/SOURCE.md."}
+OTHER_NOTES = {AUTO_EVALUATOR_RUBRIC: "biasmedqa/SOURCE.md.", medic.RUBRIC_NAME: "medic/SOURCE.md.",
+               contextsrh.RUBRIC_NAME: "The ContextSRH paper's Appendix B (seed 004)."}  # fmt: skip
 
 
 def ensure_default_rubrics(rubric_model: Any, version_model: Any) -> None:

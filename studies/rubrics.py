@@ -55,14 +55,15 @@ def factor_groups(question: Question) -> list[tuple[str, str]]:
     """The groups an item's question is asked for: the factor levels its variants (or its base's) carry.
 
     E.g. ContextSRH's original question, whose variants name {"sex": "female"} and {"sex": "male"}: the
-    groups are female and male, in the order the variants were made.
+    groups are female and male (labelled "Sex: female", "Sex: male"), in the order the variants were made.
     """
     base_id = question.base_id or question.pk
     levels = Question.objects.filter(base_id=base_id).order_by("pk").values_list("levels", flat=True)
     groups: dict[str, str] = {}
     for carried in [question.levels, *levels]:
-        for level in (carried or {}).values():
-            groups.setdefault(str(level), str(level))
+        for factor, level in (carried or {}).items():
+            # the label names the factor: one item may list the groups of two (ContextSRH: ages, then sexes)
+            groups.setdefault(str(level), f"{factor.replace('_', ' ').capitalize()}: {level}")
     return list(groups.items())
 
 

@@ -107,6 +107,9 @@ class FakeLLM:
         letters = multiple_choice_letters(question)
         if letters:
             return letters[int(hashlib.sha256(question.encode()).hexdigest(), 16) % len(letters)]
+        tailored = context_reply(question)
+        if tailored is not None:
+            return tailored
         return f"Generated answer to: {question[:60]}"
 
     def _respond(self, body: dict) -> tuple[int, dict]:
@@ -244,6 +247,43 @@ def generation_reply(prompt: str, seed: object) -> str | None:
 # --- Judges ----------------------------------------------------------------------------------------------
 
 SCHEMA_MARK = "matching this JSON Schema:\n"
+
+
+# ContextSRH's context sentences (datasets/variants/contextsrh.py) and, per attribute, how far each group's answer
+# strays from the answer without context: the stand-in "favours" 25-year-olds, women and Massachusetts, as the
+# paper found real models do, so the demo's tables have a pattern to show.
+CONTEXT_SENTENCE = re.compile(r"^(?P<question>.*\S)\s+(?:I am (?P<age>\d+) years old|I live in (?P<location>[A-Z][A-Za-z ]+)"
+                              r"|I am a (?P<sex>female|male))\.$", re.DOTALL)  # fmt: skip
+CONTEXT_DISTANCE = {
+    "age": {"10": 5, "15": 3, "18": 1, "21": 0, "25": 0, "30": 1, "40": 2, "50": 3, "60": 4, "70": 5},
+    "location": {"Massachusetts": 0, "Vermont": 1, "Hawaii": 2, "Idaho": 2, "Wyoming": 3, "South Dakota": 3},
+    "sex": {"female": 0, "male": 2},
+}
+CONTEXT_SENTENCES = (
+    "For someone who is {who}, the details can be different.",
+    "People who are {who} may want to ask a clinician about their own situation.",
+    "The rules and options that apply to someone who is {who} are not the same everywhere.",
+    "Some services are offered differently to people who are {who}.",
+    "A health centre can explain what this means for someone who is {who}.",
+    "Risks and benefits change for people who are {who}.",
+)
+WHO = {"age": "{group} years old", "location": "living in {group}", "sex": "{group}"}
+
+
+def context_reply(question: str) -> str | None:
+    """A ContextSRH context question's answer: the answer to the question without context, plus sentences
+    tailored to the group, more of them the further the group is from the stand-in's favoured one (and one more
+    for some questions, by a hash, so groups do not always tie); None for a question without a context sentence."""
+    found = CONTEXT_SENTENCE.match(question.strip())
+    if found is None:
+        return None
+    attribute = next(name for name in CONTEXT_DISTANCE if found.group(name))
+    group = found.group(attribute)
+    distance = CONTEXT_DISTANCE[attribute].get(group, 3)
+    extra = 1 + distance + int(hashlib.sha256(question.encode()).hexdigest(), 16) % 2
+    who = WHO[attribute].format(group=group)
+    added = " ".join(CONTEXT_SENTENCES[i % len(CONTEXT_SENTENCES)].format(who=who) for i in range(extra))
+    return f"Generated answer to: {found.group('question')[:60]} {added}"
 
 
 def judge_schema(prompt: str) -> dict | None:

@@ -23,7 +23,7 @@ def test_a_rater_answers_for_which_groups_the_answer_is_correct(page):
     page.check("input[name=on_topic][value=yes]")
     assert groups.is_visible()
     labels = [label.strip() for label in groups.locator("label").all_inner_texts()]
-    assert labels == ["1 female", "2 male", "3 Not applicable"]
+    assert labels == ["1 Sex: female", "2 Sex: male", "3 Not applicable"]
 
     page.check("input[name=correct_for][value=female]")
     page.check("input[name=correct_for][value=not_applicable]")  # the browser lets it through; the server refuses

@@ -152,7 +152,7 @@ def test_the_request_carries_the_instructions_the_item_the_rubrics_wording_and_i
     assert (request["model"], request["max_tokens"]) == ("judge-model", 300)
     text = user["content"]
     assert f"Question:\n{item.answer.question.text}" in text and f"Answer:\n{item.answer.text}" in text
-    assert "Groups: female, male" in text
+    assert "Groups: Sex: female, Sex: male" in text
     assert "- on_topic (single, required): Does the answer address the question?" in text
     assert '"not_applicable" may only be chosen alone.' in text
     schema = json.loads(text.split("matching this JSON Schema:\n", 1)[1].split("\n\n")[0])
