@@ -160,7 +160,8 @@ class VariantRunCreateSerializer(StrictInputSerializer):
     biases = serializers.ListField(
         child=serializers.ChoiceField(choices=[]),
         required=False,
-        help_text="The levels to make (BiasMedQA's biases, Q-Pain's race x gender profiles such as \"Black woman\"). "
+        help_text="The levels to make (BiasMedQA's biases, Q-Pain's race x gender profiles such as \"Black woman\", "
+        "ContextSRH's attributes age, location, sex). "
         "Empty: the generator's default levels.",
     )
     limit = serializers.IntegerField(required=False, min_value=1, max_value=MAX_LIMIT,

@@ -247,7 +247,7 @@ class VariantRunForm(forms.Form):
     biases = forms.MultipleChoiceField(
         choices=[], widget=forms.CheckboxSelectMultiple, required=False, label="Levels",
         help_text="Empty: the generator's default levels (BiasMedQA: the 7 biases, not the _v2 ones; Q-Pain: all 8 "
-        "race x gender profiles).",
+        "race x gender profiles; ContextSRH: the attributes age, location and sex).",
     )  # fmt: skip
     limit = forms.IntegerField(
         required=False, min_value=1, max_value=MAX_LIMIT,

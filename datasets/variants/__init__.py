@@ -52,8 +52,8 @@ class Generator:
     check_options: Callable[[dict], dict]
     # (base question, seed, checked options) -> the variants of that base question
     variants: Callable[[BaseQuestion, int, dict], Iterator[VariantSpec]]
-    # checked options -> how many variants each base question yields
-    per_base: Callable[[dict], int]
+    # checked options -> how many variants each base question yields; None when that depends on the question
+    per_base: Callable[[dict], int] | None
     # (seed, checked options) -> the target dataset's default name
     dataset_name: Callable[[int, dict], str]
     # Question filter (ORM lookups) choosing the base questions it applies to: Q-Pain's "Yes" vignettes only
@@ -61,12 +61,19 @@ class Generator:
     base_filter: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     # The option that takes the levels chosen on the variant pages and the API (BiasMedQA's `biases`).
     levels_option: str = "levels"
+    # (a base question's metadata, checked options) -> how many variants it yields: for a generator without per_base
+    # (ContextSRH: one per group of each attribute the question is marked for)
+    per_question: Callable[[dict, dict], int] | None = None
+
+    def __post_init__(self):
+        if (self.per_base is None) == (self.per_question is None):
+            raise TypeError(f"generator {self.name}: give either per_base or per_question")
 
 
 def _registry() -> dict[str, Generator]:
-    from . import biasmedqa, qpain
+    from . import biasmedqa, contextsrh, qpain
 
-    return {generator.name: generator for generator in (biasmedqa.GENERATOR, qpain.GENERATOR)}
+    return {generator.name: generator for generator in (biasmedqa.GENERATOR, qpain.GENERATOR, contextsrh.GENERATOR)}
 
 
 GENERATORS: dict[str, Generator] = _registry()

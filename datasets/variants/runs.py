@@ -63,7 +63,7 @@ def start_variant_run(
             seed=seed,
             options=checked,
             base_dataset=base_dataset,
-            total=_base_questions(base_dataset, checked, found).count() * found.per_base(checked),
+            total=_total(found, _base_questions(base_dataset, checked, found), checked),
             created_by=user,
         )
         if queue:
@@ -78,6 +78,15 @@ def _base_questions(base_dataset: Dataset, options: dict, generator: Generator):
     if options.get("limit"):
         questions = questions.filter(id__in=list(questions.values_list("id", flat=True)[: options["limit"]]))
     return questions
+
+
+def _total(generator: Generator, questions, options: dict) -> int:
+    """The run's variant count: reads the base questions' metadata only when the count depends on it."""
+    if generator.per_base is not None:
+        return questions.count() * generator.per_base(options)
+    assert generator.per_question is not None  # Generator.__post_init__: one of the two
+    metadata = questions.values_list("metadata", flat=True).iterator(chunk_size=1000)
+    return sum(generator.per_question(one or {}, options) for one in metadata)
 
 
 def run_variant_run(run_id: int) -> VariantRun | None:
@@ -114,7 +123,7 @@ def _make_variants(run: VariantRun) -> None:
         )
     options = generator.check_options(run.options)
     questions = _base_questions(run.base_dataset, options, generator)
-    total = questions.count() * generator.per_base(options)
+    total = _total(generator, questions, options)
     target, _ = Dataset.objects.get_or_create(
         name=generator.dataset_name(run.seed, options),
         defaults={
