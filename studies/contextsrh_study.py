@@ -22,10 +22,15 @@ GENERATOR = "contextsrh"
 SCORER = {"name": "minilm_cosine", "version": 1}
 
 
-def variants_dataset(*, attributes: list[str] | None = None, seed: int = 0) -> tuple[str, dict[str, Any]]:
-    """The variant run's dataset name and its checked options."""
+def variants_dataset(
+    *, attributes: list[str] | None = None, seed: int = 0, name: str | None = None
+) -> tuple[str, dict[str, Any]]:
+    """The variant run's dataset name (the generator's default unless `name`) and its checked options."""
     generator = get_generator(GENERATOR)
-    options = generator.check_options({"attributes": attributes} if attributes else {})
+    wanted: dict[str, Any] = {"attributes": attributes} if attributes else {}
+    if name:
+        wanted["dataset"] = name
+    options = generator.check_options(wanted)
     return generator.dataset_name(seed, options), options
 
 
@@ -39,12 +44,14 @@ def contextsrh_definition(
     attributes: list[str] | None = None,
     k: int | None = None,
     seed: int = 0,
+    variants: str | None = None,
 ) -> dict[str, Any]:
     """The study file's definition (complete, in the schema's order). `originals`: the dataset of original questions
-    (import_contextsrh's, or a part of it); `pools`: {pool name: raters per answer}; `k`: the votes a group needs
-    to count as correct for an answer (None: a majority of the raters counted)."""
+    (import_contextsrh's, or a part of it); `variants`: the context variants' dataset (default: the generator's
+    name); `pools`: {pool name: raters per answer}; `k`: the votes a group needs to count as correct for an answer
+    (None: a majority of the raters counted)."""
     generator = get_generator(GENERATOR)
-    variants, options = variants_dataset(attributes=attributes, seed=seed)
+    variants, options = variants_dataset(attributes=attributes, seed=seed, name=variants)
     definition = {
         "format": 1,
         "name": name,

@@ -122,8 +122,9 @@ def test_a_run_makes_the_1518_variants_of_the_187_questions_once():
     # The rubric's groups of an original question: its variants' groups in the generator's order.
     yeast = base.questions.get(external_id="srh-004")
     assert yeast.metadata["attributes"] == ["age", "sex"]
-    assert factor_groups(yeast) == [(age, age) for age in AGES] + [("female", "female"), ("male", "male")]
-    assert factor_groups(first) == [(group, group) for group in AGES + STATES]
+    assert factor_groups(yeast) == [(age, f"Age: {age}") for age in AGES] + [("female", "Sex: female"),
+                                                                             ("male", "Sex: male")]  # fmt: skip
+    assert factor_groups(first) == [(age, f"Age: {age}") for age in AGES] + [(s, f"Location: {s}") for s in STATES]
 
 
 @pytest.mark.django_db

@@ -4,13 +4,15 @@ from django.core.management.base import BaseCommand, CommandError
 
 from datasets.importers import ImportRejected
 from datasets.importers.contextsrh import CONTEXTSRH_DATASET, CONTEXTSRH_FILE, import_contextsrh
+from datasets.variants.contextsrh_recipes import ensure_contextsrh_recipe
 
 
 class Command(BaseCommand):
     help = (
         "Import ContextSRH's 187 questions (labeled_contexual_questions_submit.csv) as a plain dataset, each with its "
         "source and the attributes (age, location, sex) it depends on. All or nothing; a re-import adds nothing. "
-        "Make the context variants with: generate_variants contextsrh --base NAME."
+        "Also makes the recipe ContextSRH's answers are asked with. Make the context variants with: "
+        "generate_variants contextsrh --base NAME."
     )
 
     def add_arguments(self, parser):
@@ -32,4 +34,5 @@ class Command(BaseCommand):
             raise CommandError(f"{path}: cannot be read ({error.strerror or error})") from None
         for line in report.summary_lines():
             self.stdout.write(line)
+        self.stdout.write(f"Recipe: {ensure_contextsrh_recipe().name}")
         self.stdout.write(self.style.SUCCESS(f"Imported {path} into {opts['dataset']!r}"))
