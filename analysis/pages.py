@@ -233,10 +233,8 @@ def plans_note(study: Study | None) -> PlansNote:
     if study is None:
         return PlansNote([plan.title for plan in SCORE_PLANS.values()])
     try:
-        # A plan over judge ratings is shown on its own page (MEDIC's), computed when it is read.
-        plans = [
-            f"{plan.title} (on its page)" if plan.reads_judges else plan.title for plan in services.plans_of(study)
-        ]
+        # A plan with a report of its own is shown on its own page (MEDIC's, ContextSRH's), computed when read.
+        plans = [f"{plan.title} (on its page)" if plan.own_report else plan.title for plan in services.plans_of(study)]
     except PlanParameterError as error:
         return PlansNote([], problem=f"The analysis plans of {study.name} cannot be computed: {error}")
     return PlansNote(plans, rating_tables=services.has_rating_tables(study))

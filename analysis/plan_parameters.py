@@ -6,7 +6,9 @@ overrides what the named plan fixes:
   one level), `block` (the pairing unit), `strata`, `level_order` and, for the paired tests, `correction`
   (`paired.CORRECTIONS`);
 - a plan with reference levels (BiasMedQA's accuracy): `reference_levels`, e.g. `{bias: none}`;
-- a plan over judge ratings (MEDIC's): `factors`, the factors whose levels it describes and compares.
+- a plan over judge ratings (MEDIC's): `factors`, the factors whose levels it describes and compares;
+- a plan with options of its own (`AnalysisPlan.options`, ContextSRH's): those, each checked by `OPTION_CHECKS`
+  (`scorer`: a scorer's name; `k`: a positive whole number of votes, or null for a majority).
 Any other parameter, or a value of the wrong shape, is refused with its place in the list and what the plan takes.
 Pure: no Django.
 """
@@ -27,6 +29,7 @@ JUDGE_PLAN_PARAMETERS = ("factors",)  # a plan over judge ratings (MEDIC's): the
 # A factor name is a key of a question's levels, read in a database query: a plain key only.
 FACTOR_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,99}")
 MAX_LEVEL_CHARS = 200
+SCORER_NAME = re.compile(r"[a-z][a-z0-9_]{0,99}")
 
 
 class PlanParameterError(ValueError):
@@ -37,8 +40,26 @@ class PlanParameterError(ValueError):
         self.problems = problems
 
 
+def _scorer(value: object, where: str) -> str:
+    if not isinstance(value, str) or not SCORER_NAME.fullmatch(value):
+        raise PlanParameterError([f"{where}: {value!r} is not a scorer's name, e.g. minilm_cosine"])
+    return value
+
+
+def _votes(value: object, where: str) -> int | None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise PlanParameterError([f"{where}: expected a whole number of votes of at least 1, or null (a majority)"])
+    return value
+
+
+# An option's check: (value, where) -> the value to use, or PlanParameterError.
+OPTION_CHECKS = MappingProxyType({"scorer": _scorer, "k": _votes})
+
+
 def parameters_of(plan: AnalysisPlan) -> tuple[str, ...]:
     """The parameters a study may give the plan."""
+    if plan.options:
+        return tuple(plan.options)
     if plan.reads_judges:
         return JUDGE_PLAN_PARAMETERS
     if plan.comparison is not None:
@@ -102,6 +123,11 @@ def configure(plan: AnalysisPlan, params: object, where: str = "params") -> Anal
         raise PlanParameterError([f"{where}: {plan.name} has no parameter {', '.join(unknown)}; {takes}"])
     if not params:
         return plan
+    if plan.options:
+        chosen = {str(name): OPTION_CHECKS[str(name)](value, f"{where}.{name}") for name, value in params.items()}
+        options = {**plan.options, **chosen}
+        scorers = (str(options["scorer"]),) if "scorer" in options else plan.scorers
+        return replace(plan, options=MappingProxyType(options), scorers=scorers)
     if plan.reads_judges:
         return replace(plan, factors=_factors(params["factors"], f"{where}.factors", required=True))
     if plan.comparison is None:

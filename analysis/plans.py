@@ -48,11 +48,21 @@ class AnalysisPlan:
     # A plan over judge ratings (MEDIC's): its tables come from `analysis.services.medic_report`, not from scores,
     # so `compute_plans` leaves it out and `analyze --study` writes its `tables`; `factors` is its parameter.
     reads_judges: bool = False
+    # A plan over scores and people's ratings together (ContextSRH's): its tables come from
+    # `analysis.services.contextsrh_report`, so it is left out of `compute_plans` as MEDIC's is.
+    reads_ratings_and_scores: bool = False
     tables: tuple[str, ...] = ()  # every file it writes, `table` first
+    # A plan's own parameters (name -> default), which a study file may set (ContextSRH's `scorer` and `k`).
+    options: Mapping[str, object] = MappingProxyType({})
 
     @property
     def numeric(self) -> bool:
         return self.outcomes is not None
+
+    @property
+    def own_report(self) -> bool:
+        """Its tables come from a report of their own (MEDIC's, ContextSRH's), not from one outcome per answer."""
+        return self.reads_judges or self.reads_ratings_and_scores
 
     @property
     def stem(self) -> str:
@@ -169,12 +179,42 @@ MEDIC = AnalysisPlan(
     "models per category and their mean (judge_agreement.csv).",
 )
 
-PLANS: Mapping[str, AnalysisPlan] = MappingProxyType(
-    {plan.name: plan for plan in [BIASMEDQA_ACCURACY, QPAIN_GROUP_MEANS, QPAIN_PAIRED_TESTS, MEDIC]}
+
+def _from_scores_and_ratings(*args: object, **kwargs: object) -> pd.DataFrame:
+    raise TypeError("ContextSRH's tables come from scores and people's ratings: analysis.services.contextsrh_report")
+
+
+# ContextSRH (seed 004, issue 21): each group's context answers' similarity to the original answer (mean, % Win,
+# Friedman / Wilcoxon over questions) and people's "correct for which groups"; the statistics are
+# analysis.contextsrh's. `scorer`: the similarity's scorer; `k`: votes for a group to count as correct (None: a
+# majority of the question's counted raters).
+CONTEXTSRH = AnalysisPlan(
+    name="contextsrh",
+    title="ContextSRH: similarity to the original answer and people's verdicts, per group",
+    table="similarity.csv",
+    tables=("similarity.csv", "group_tests.csv", "human_agreement.csv"),
+    statistic=_from_scores_and_ratings,
+    scorers=("minilm_cosine",),
+    factors=("age", "location", "sex"),
+    reference_levels=MappingProxyType({}),
+    multiple_choice=False,
+    reads_ratings_and_scores=True,
+    options=MappingProxyType({"scorer": "minilm_cosine", "k": None}),
+    description="Per (answering source, attribute, group): the mean similarity of the context answers to the "
+    "source's answer to the original question, % Win (the share of the attribute's questions where the group's "
+    "answer is the most similar; ties count for every tied group), % Human (the share of the questions people "
+    "judged whose original answer they marked correct for the group, by k votes) and % Win marked correct "
+    "(similarity.csv); Friedman's test across the groups (Wilcoxon's signed-rank test for two), questions as "
+    "blocks (group_tests.csv); Cohen's kappa and Krippendorff's alpha of people's question x group labels "
+    "(human_agreement.csv).",
 )
-# The plans computed from scored answers (every plan but those reading judge ratings).
+
+PLANS: Mapping[str, AnalysisPlan] = MappingProxyType(
+    {plan.name: plan for plan in [BIASMEDQA_ACCURACY, QPAIN_GROUP_MEANS, QPAIN_PAIRED_TESTS, MEDIC, CONTEXTSRH]}
+)
+# The plans computed from scored answers (every plan but those with a report of their own: MEDIC's, ContextSRH's).
 SCORE_PLANS: Mapping[str, AnalysisPlan] = MappingProxyType(
-    {name: plan for name, plan in PLANS.items() if not plan.reads_judges}
+    {name: plan for name, plan in PLANS.items() if not plan.own_report}
 )
 
 

@@ -16,6 +16,8 @@ rows with `who` the judge's name, `pool` empty and `repeat` its repeat), or a sc
   `rubric`: the rating's rubric version (`EquityMedQA independent v1`). `swapped`: the rater saw the item's
   answer 2 as "Answer 1" (a stored value `answer_1` / `answer_2` names the position shown). `attention_check`: the
   item is an attention check (counted, as the ratings export counts it; filter it out if you wish).
+  `attention_check_passed` (the last column): the rating's stored result of its attention check (True, False;
+  empty when the item checks nothing, and for judges and scores), as the ratings export's column.
 - `field`, `value`. A rating gives one row per key of its stored `values`: a text or choice as stored (option
   keys, e.g. `minor_bias`), a list (a multiple choice, e.g. `dimensions`) one row per element in stored order
   and one row with an empty value when nothing was chosen (answered, none chosen; a question not asked has no
@@ -63,6 +65,7 @@ RESULT_COLUMNS = [
     "multiple_choice",
     *RATER_COLUMNS,
     "repeat",
+    "attention_check_passed",
 ]
 SORT_COLUMNS = ["study", "kind", "item", "answer", "who", "field"]  # then a rating's stored order of a list
 CHOICE_KEY = "answer_idx"  # a multiple-choice question's metadata names its correct option
@@ -207,14 +210,14 @@ def _ratings(ratings) -> tuple[pd.DataFrame, list[str]]:
     rows = ratings.order_by("assignment__rater__pseudonym").values_list(
         "assignment__item_id", "values", "swap_answers", "rubric_version__rubric__name", "rubric_version__number",
         "assignment__rater__pseudonym", "assignment__rater__pool__name", f"{BACKGROUND}age_group",
-        f"{BACKGROUND}gender", f"{BACKGROUND}race_ethnicity",
+        f"{BACKGROUND}gender", f"{BACKGROUND}race_ethnicity", "attention_check_passed",
     )  # fmt: skip
-    per_rating = ["item", "swapped", "rubric", "who", "pool", *RATER_COLUMNS]
+    per_rating = ["item", "swapped", "rubric", "who", "pool", *RATER_COLUMNS, "attention_check_passed"]
     columns: dict[str, list] = {name: [] for name in ["field", "value", *per_rating]}
-    for item, values, swapped, rubric, number, who, pool, age, gender, race in rows.iterator(chunk_size=CHUNK):
+    for item, values, swapped, rubric, number, who, pool, age, gender, race, passed in rows.iterator(chunk_size=CHUNK):
         fields = list(flatten(values or {}))
         rating = (item, swapped, f"{rubric} v{number}", who, pool, age or "", gender or "",
-                  RACE_SEPARATOR.join(race or []))  # fmt: skip
+                  RACE_SEPARATOR.join(race or []), passed)  # fmt: skip
         for field, value in fields:
             columns["field"].append(field)
             columns["value"].append(value)
@@ -291,6 +294,8 @@ def results_table(study, *, kinds: Iterable[str] | None = None, scorers: Iterabl
         table[column] = _category(table[column], raters if column == "who" else None)
     for column in ("swapped", "attention_check"):  # of a rating: empty for scores
         table[column] = table[column].astype(object).where(table["kind"] != SCORER, None)
+    passed = table["attention_check_passed"].astype(object)  # a person's rating's only: True, False or empty
+    table["attention_check_passed"] = passed.where(passed.notna() & (table["kind"] == HUMAN), None)
     table["multiple_choice"] = table["multiple_choice"].astype(object)
     table["value"] = table["value"].astype(object)
     order = table.sort_values(SORT_COLUMNS, kind="stable", na_position="first").index

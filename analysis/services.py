@@ -121,14 +121,47 @@ def medic_report(study: Study, *, factors: tuple[str, ...] | None = None):
     return medic.medic_report(results, study=study.name, judge_models=models, factors=factors)
 
 
+def contextsrh_plan(study: Study) -> AnalysisPlan | None:
+    """The study's `contextsrh` plan with its parameters, None when its file does not name it."""
+    return next((plan for plan in plans_of(study) if plan.reads_ratings_and_scores), None)
+
+
+def contextsrh_report(
+    study: Study, *, scorer: str | None = None, k: int | None = None, plan: AnalysisPlan | None = None
+):
+    """The study's ContextSRH tables (`analysis.contextsrh.ContextSRHReport`) from its results table (its people's
+    ratings and its scores of the `scorer`), None when no context answer has a score of that scorer. `scorer`
+    and `k` are those given, else the plan's (given, else the study's `contextsrh` plan, else the plan's
+    defaults: `minilm_cosine`, a majority). The scores are the study's scoring steps' (`score_answers`): the
+    embedding model is not run here."""
+    from . import contextsrh
+    from .plans import CONTEXTSRH
+    from .results import HUMAN, SCORER, results_table
+
+    if plan is None:
+        try:
+            plan = contextsrh_plan(study)
+        except PlanParameterError:  # `analyze` refuses such a file; a page would use the defaults
+            plan = None
+    options = (plan or CONTEXTSRH).options
+    scorer = scorer or str(options["scorer"])
+    if k is None and isinstance(options["k"], int):
+        k = options["k"]
+    results = results_table(study, kinds=(HUMAN, SCORER), scorers=[scorer])
+    if results.empty or not contextsrh.has_similarities(results, scorer=scorer):
+        return None
+    return contextsrh.contextsrh_report(results, study=study.name, scorer=scorer, k=k)
+
+
 def compute_plans(
     plans: list[AnalysisPlan] | None = None, *, study: Study | None = None, progress: Progress | None = None
 ) -> list[tuple[AnalysisPlan, pd.DataFrame]]:
     """Each plan's table (default: every plan) over the study's answers (from its results table), or every answer
     in the database without a study (answers need not belong to one), leaving out plans without scored answers:
-    an EquityMedQA-only database gives none. Plans over judge ratings (MEDIC's) are not among them: `medic_report`."""
+    an EquityMedQA-only database gives none. Plans with a report of their own are not among them: `medic_report`,
+    `contextsrh_report`."""
     found = []
-    for plan in SCORE_PLANS.values() if plans is None else [plan for plan in plans if not plan.reads_judges]:
+    for plan in SCORE_PLANS.values() if plans is None else [plan for plan in plans if not plan.own_report]:
         if progress is not None:
             progress(COMPUTED_AT, f"Computing {plan.title}")
         table = plan_table(plan) if study is None else study_plan_table(plan, study)

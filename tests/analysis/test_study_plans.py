@@ -111,7 +111,7 @@ def test_a_definitions_plans_are_read_in_order_and_every_problem_is_named_with_i
         ])  # fmt: skip
     assert refused.value.problems == [
         "plans[0].plan: no plan named 'nonsense'; the plans: biasmedqa-accuracy, qpain-group-means, "
-        "qpain-paired-tests, medic",
+        "qpain-paired-tests, medic, contextsrh",
         "plans[1].params: biasmedqa-accuracy has no parameter x; its parameters are reference_levels",
         "plans[2]: expected {plan: NAME, params: {...}} (params optional)",
         "plans[4].params: a factor is compared, the block or a stratum, never two of these",

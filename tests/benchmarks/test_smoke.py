@@ -215,6 +215,19 @@ CASES = [
         ],
     ),
     case(
+        "contextsrh_stats",
+        ["--models", "1", "--repeat", "1"],
+        [
+            r"results: [\d,]+ rows \(1,518 scorer, [\d,]+ human\), 1 models x 1,518 context answers",
+            r"\| similarity_frame \| 1,518 \| [\d.]+ \|",
+            r"\| people_labels \+ verdicts \| [1-9][\d,]* \| [\d.]+ \|",
+            r"\| contextsrh_tables end to end \| 24 \| [\d.]+ \|",
+            r"tables: similarity.csv 18, group_tests.csv 3, human_agreement.csv 3",
+            r"load average \(1 min\) before [\d.]+, after [\d.]+",
+            r"Peak resident memory: \d+ MiB",
+        ],
+    ),
+    case(
         "paired_statistics",
         ["--sources", "1", "--blocks", "20", "--repeat", "1"],
         [

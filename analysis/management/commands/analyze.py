@@ -30,8 +30,9 @@ class Command(BaseCommand):
         "consumer_regression.csv; beside them, each analysis plan's table (BiasMedQA: accuracy.csv and accuracy.png) "
         "when the database holds its scored answers. With --study, that study's ratings (when it has a rubric) and "
         "the plans its definition names, over its own answers (the medic plan: judge_means.csv, "
-        "judge_agreement.csv and generalisation.csv from its judge ratings). Runs in this process (no Celery worker "
-        "needed)."
+        "judge_agreement.csv and generalisation.csv from its judge ratings; the contextsrh plan: similarity.csv, "
+        "group_tests.csv and human_agreement.csv from its scores and people's ratings). Runs in this process (no "
+        "Celery worker needed)."
     )
 
     def add_arguments(self, parser):
@@ -80,6 +81,8 @@ class Command(BaseCommand):
             self._write_judge_tables(the_study, out, seed)
             if any(plan.reads_judges for plan in chosen):
                 self._write_medic_tables(the_study, out)
+            for plan in (plan for plan in chosen if plan.reads_ratings_and_scores):
+                self._write_contextsrh_tables(the_study, out, plan)
             self._write_plans(chosen, out, options["verbosity"], study=the_study)
         elif from_dir is None:  # plans read answers, which a release of ratings does not hold
             self._write_plans(chosen, out, options["verbosity"])
@@ -116,6 +119,17 @@ class Command(BaseCommand):
             (out / name).write_text(table_csv(table), encoding="utf-8")
             self.stdout.write(f"{name}: {len(table)} rows (medic)")
 
+    def _write_contextsrh_tables(self, study, out: Path, plan) -> None:
+        report = services.contextsrh_report(study, plan=plan)
+        if report is None:
+            scorer = plan.options["scorer"]
+            self.stdout.write(f"contextsrh: no context answer of study {study.pk} has a {scorer} score, its tables "
+                              "not written")  # fmt: skip
+            return
+        for name, table in report.tables().items():
+            (out / name).write_text(table_csv(table), encoding="utf-8")
+            self.stdout.write(f"{name}: {len(table)} rows (contextsrh)")
+
     def _write_plans(self, chosen, out: Path, verbosity: int, study=None) -> None:
         if study is not None and not chosen:
             self.stdout.write(f"Study {study.pk} names no analysis plan.")
@@ -129,7 +143,7 @@ class Command(BaseCommand):
                 (out / f"{plan.stem}.png").write_bytes(plan.figure(table, fmt="png"))
                 self.stdout.write(f"{plan.stem}.png")
         written = {plan.name for plan, _ in computed}
-        for plan in (plan for plan in chosen if plan.name not in written and not plan.reads_judges):
+        for plan in (plan for plan in chosen if plan.name not in written and not plan.own_report):
             whose = f" of study {study.pk}" if study is not None else ""
             self.stdout.write(f"{plan.name}: no scored answers{whose}, {plan.table} not written")
 
