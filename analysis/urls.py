@@ -1,6 +1,6 @@
 from django.urls import path, re_path
 
-from . import judge_views, medic_views, views
+from . import contextsrh_views, judge_views, medic_views, views
 
 app_name = "analysis"
 
@@ -23,6 +23,17 @@ urlpatterns = [
         name="medic_table_csv",
     ),
     re_path(r"^studies/(?P<pk>[0-9]+)/medic/plot\.(?P<fmt>svg|png)$", medic_views.medic_plot, name="medic_plot"),
+    path("studies/<int:pk>/contextsrh/", contextsrh_views.contextsrh_study, name="contextsrh"),
+    re_path(
+        r"^studies/(?P<pk>[0-9]+)/contextsrh/(?P<table>similarity|group_tests|agreement)\.csv$",
+        contextsrh_views.contextsrh_table_csv,
+        name="contextsrh_table_csv",
+    ),
+    re_path(
+        r"^studies/(?P<pk>[0-9]+)/contextsrh/plot\.(?P<fmt>svg|png)$",
+        contextsrh_views.contextsrh_plot,
+        name="contextsrh_plot",
+    ),
     path("runs/<int:pk>/<str:table>.csv", views.table_csv, name="table_csv"),
     # An analysis plan's plot, named as its table (accuracy.csv -> plots/accuracy.svg): no hyphen, unlike rates'.
     re_path(r"^runs/(?P<pk>[0-9]+)/plots/(?P<name>[a-z0-9_]+)\.(?P<fmt>svg|png)$", views.plan_plot, name="plan_plot"),

@@ -6,6 +6,7 @@ from collections import Counter
 import pytest
 from django.core.management import call_command
 
+from studies.demo_contextsrh import STUDY_NAME as CONTEXTSRH_STUDY
 from studies.demo_medic import STUDY_NAME as MEDIC_STUDY
 from studies.demo_ratings import STUDY_NAME as SIMULATED
 from studies.models import Assignment, Study, StudyItem
@@ -19,8 +20,10 @@ def seeded():
 
 
 def test_demo_has_one_study_per_rubric_with_valid_items(seeded):
-    # Not the analysis pages' simulated ratings, nor the MEDIC study judges rate (studies/demo_medic.py)
-    demo_studies = Study.objects.exclude(name__startswith=SIMULATED).exclude(name=MEDIC_STUDY)
+    # Not the analysis pages' simulated ratings, the MEDIC study judges rate (studies/demo_medic.py), nor the
+    # ContextSRH study of its own rubric (studies/demo_contextsrh.py)
+    demo_studies = (Study.objects.exclude(name__startswith=SIMULATED).exclude(name=MEDIC_STUDY)
+                    .exclude(name=CONTEXTSRH_STUDY))  # fmt: skip
     assert sorted(demo_studies.values_list("rubric_version__rubric__kind", flat=True)) == [
         "counterfactual", "independent", "pairwise",
     ]  # fmt: skip
@@ -30,7 +33,8 @@ def test_demo_has_one_study_per_rubric_with_valid_items(seeded):
 
 def test_every_demo_expert_has_items_of_every_rubric_and_consumers_the_independent_one(seeded):
     kinds_by_pool: dict[str, set] = {}
-    for pool, kind in Assignment.objects.values_list("rater__pool__slug", "item__study__rubric_version__rubric__kind"):
+    equitymedqa = Assignment.objects.exclude(item__study__name=CONTEXTSRH_STUDY)
+    for pool, kind in equitymedqa.values_list("rater__pool__slug", "item__study__rubric_version__rubric__kind"):
         kinds_by_pool.setdefault(pool, set()).add(kind)
     assert kinds_by_pool["physician"] == kinds_by_pool["equity_expert"] == {"independent", "pairwise", "counterfactual"}
     assert kinds_by_pool["consumer"] == {"independent"}

@@ -41,6 +41,7 @@ def test_the_committed_definitions_are_the_seeds_studies():
         "biasmedqa-auto-evaluator.yaml": "BiasMedQA auto-evaluator",
         "qpain.yaml": "Q-Pain",
         "medic.yaml": "MEDIC",
+        "contextsrh.yaml": "ContextSRH",
         "equitymedqa-independent.yaml": INDEPENDENT_STUDY,
         "equitymedqa-pairwise.yaml": PAIRWISE_STUDY,
         "equitymedqa-counterfactual.yaml": COUNTERFACTUAL_STUDY,

@@ -9,6 +9,7 @@ from django.core.management.base import BaseCommand, CommandError
 from datasets.demo import seed_demo
 from datasets.importers import ImportRejected
 from studies.demo import seed_demo_studies
+from studies.demo_contextsrh import seed_contextsrh
 from studies.demo_judges import seed_judged_study
 from studies.demo_medic import seed_medic
 from studies.demo_ratings import STUDY_NAME as SIMULATED
@@ -36,6 +37,7 @@ class Command(BaseCommand):
         judged = seed_judged_study(queue=not settings.CELERY_TASK_ALWAYS_EAGER)
         # MEDIC's stages follow each other, so its small study is run here, stage by stage, when the stand-in is up.
         medic = seed_medic(run=True)
+        contextsrh = seed_contextsrh(run=True)  # likewise: answers, then scores, then items and ratings
         for login in seed.logins:
             self.stdout.write(f"login {login.role} {login.username} {login.password}")
         for dataset in seed.datasets:
@@ -71,6 +73,13 @@ class Command(BaseCommand):
         else:
             self.stdout.write(f"MEDIC study {medic.study.pk} {medic.study.name!r} made, not run (the stand-in is not "
                               f"up): README, 'Running MEDIC'")  # fmt: skip
+        study = contextsrh.study
+        if contextsrh.ran:
+            self.stdout.write(f"ContextSRH study {study.pk} {study.name!r} run on the stand-in: {study.items.count()} "
+                              f"rated answers; /analysis/studies/{study.pk}/contextsrh/")  # fmt: skip
+        else:
+            self.stdout.write(f"ContextSRH study {study.pk} {study.name!r} made, not run (the stand-in is not up): "
+                              f"README, 'Running ContextSRH'")  # fmt: skip
         consumer_study = studies[0].study
         self.stdout.write(
             f"panel link (a new consumer from a crowd panel): /panel/{consumer_study.pk}/"
