@@ -34,3 +34,20 @@ class Score(models.Model):
 
     def __str__(self) -> str:
         return f"{self.scorer} v{self.version} of answer {self.answer_id}: {self.outcome}"
+
+
+class AnswerEmbedding(models.Model):
+    """An answer's sentence embedding by one model (scoring/embeddings.py), so an answer read by many others (an
+    original answer beside its context answers) is embedded once. Written once, never updated."""
+
+    answer = models.ForeignKey(Answer, on_delete=models.CASCADE, related_name="embeddings")
+    model = models.CharField(max_length=100, help_text="The model's id (scoring.embeddings.MODEL_ID).")
+    vector = models.BinaryField(help_text="float32, little-endian, unit length.")
+    tokens = models.PositiveIntegerField(help_text="Word pieces of the whole text; the model read at most 256.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["answer", "model"], name="answer_embedding_unique_per_model")]
+
+    def __str__(self) -> str:
+        return f"{self.model} embedding of answer {self.answer_id}"

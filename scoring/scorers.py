@@ -15,9 +15,12 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
+from typing import Any, NamedTuple
 
-from . import letters, logprobs
+import numpy as np
+import numpy.typing as npt
+
+from . import embeddings, letters, logprobs
 
 CORRECT = "correct"
 WRONG = "wrong"
@@ -53,6 +56,13 @@ SAME_SOURCE_CONDITION_BASE = "same_source_condition_base"  # the same source and
 REFERENCE_RULES = (SAME_SOURCE_CONDITION_BASE,)
 
 
+class Embedding(NamedTuple):
+    """An answer's sentence embedding (scoring/embeddings.py) and the word pieces of its whole text."""
+
+    vector: npt.NDArray[np.float32]
+    tokens: int
+
+
 @dataclass(frozen=True)
 class Reply:
     """What a scorer reads of one answer: its text, whether it was a refusal, and the fields it names."""
@@ -60,6 +70,9 @@ class Reply:
     text: str
     refusal: bool
     fields: Mapping[str, Any] = field(default_factory=dict)
+    # For a scorer with an `embedding_model`: the text's embedding, attached by the runner from the cache
+    # (scoring/embedding_cache.py); None for a blank text.
+    embedding: Embedding | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -92,6 +105,8 @@ class Scorer:
     read_batch: Callable[[Sequence[Pair]], list[Reading]] | None = None
     # Answers per batch unless the caller says otherwise: large for cheap readings, small for a model.
     batch_size: int = 2000
+    # The embedding model whose vectors the runner attaches to each reply (Reply.embedding), or None.
+    embedding_model: str | None = None
 
     def __post_init__(self) -> None:
         if self.reads not in READS:
@@ -106,6 +121,8 @@ class Scorer:
             raise ValueError(f"scorer {self.name} v{self.version}: give exactly one of read and read_batch")
         if self.reads == ANSWER_AND_REFERENCE and self.read_batch is None:
             raise ValueError(f"scorer {self.name} v{self.version}: read sees one answer; a reference needs read_batch")
+        if self.embedding_model is not None and self.read_batch is None:
+            raise ValueError(f"scorer {self.name} v{self.version}: embeddings are read in batches (read_batch)")
         if self.batch_size < 1:
             raise ValueError(f"scorer {self.name} v{self.version}: batch_size must be at least 1")
 
@@ -293,7 +310,7 @@ def read_word_overlap_v1(pairs: Sequence[Pair]) -> list[Reading]:
     return [read_word_overlap(pair) for pair in pairs]
 
 
-# A stand-in for ContextSRH's cosine similarity of sentence embeddings (which comes with its issue): the same
+# A stand-in for ContextSRH's cosine similarity of sentence embeddings (`minilm_cosine`, below): the same
 # shape, a reading of an answer against its source's answer to the base question under the same settings.
 WORD_OVERLAP_V1 = Scorer(
     name="word_overlap",
@@ -309,10 +326,63 @@ WORD_OVERLAP_V1 = Scorer(
     batch_size=64,
 )
 
+
+def read_minilm_cosine(pair: Pair) -> Reading:
+    """The cosine of the answer's and its reference's all-MiniLM-L6-v2 embeddings (each cut at 256 word pieces).
+
+    A refusal is read as its text like any answer; a blank answer or reference is missing.
+    """
+    if pair.reference is None:  # the runner always gives a two-answer scorer its reference
+        return Reading(MISSING, {"reason": "no reference answer"})
+    if not pair.answer.text.strip():
+        return Reading(MISSING, {"reason": "the answer is empty"})
+    if not pair.reference.text.strip():
+        return Reading(MISSING, {"reason": "the reference answer is empty"})
+    answer, reference = pair.answer.embedding, pair.reference.embedding
+    if answer is None or reference is None:
+        raise ValueError("minilm_cosine reads embeddings: the runner attaches them (Scorer.embedding_model)")
+    value = {
+        "model": embeddings.MODEL_ID,
+        "tokens": answer.tokens,
+        "reference_tokens": reference.tokens,
+        "truncated": max(answer.tokens, reference.tokens) > embeddings.MAX_TOKENS,
+    }
+    return Reading(MEASURED, value, embeddings.cosine(answer.vector, reference.vector))
+
+
+def read_minilm_cosine_v1(pairs: Sequence[Pair]) -> list[Reading]:
+    return [read_minilm_cosine(pair) for pair in pairs]
+
+
+MINILM_COSINE_V1 = Scorer(
+    name="minilm_cosine",
+    version=1,
+    description="ContextSRH's similarity: the cosine of the all-MiniLM-L6-v2 sentence embeddings (int8 ONNX, mean "
+    "pooling, 256 word pieces) of the answer and the same source and settings' answer to its base question; "
+    "missing without a base question or for a blank text.",
+    question_fields=(),
+    read=None,
+    reads=ANSWER_AND_REFERENCE,
+    reference=SAME_SOURCE_CONDITION_BASE,
+    read_batch=read_minilm_cosine_v1,
+    batch_size=64,
+    embedding_model=embeddings.MODEL_ID,
+)
+
 # (name, version) -> scorer. Append only: never change a registered version's rule.
 SCORERS: dict[tuple[str, int], Scorer] = {
     (scorer.name, scorer.version): scorer
-    for scorer in (LETTER_V1, LETTER_V2, P_NO_V1, P_YES_V1, P_HIGH_V1, P_LOW_V1, SAID_NO_V1, WORD_OVERLAP_V1)
+    for scorer in (
+        LETTER_V1,
+        LETTER_V2,
+        P_NO_V1,
+        P_YES_V1,
+        P_HIGH_V1,
+        P_LOW_V1,
+        SAID_NO_V1,
+        WORD_OVERLAP_V1,
+        MINILM_COSINE_V1,
+    )
 }
 
 

@@ -1,14 +1,31 @@
 """Store scorers' readings of answers (scoring/DESIGN.md). Scores are only ever added, never updated or deleted."""
 
+from dataclasses import replace
+
 from django.db import reset_queries
 from django.db.models import QuerySet
 
 from datasets.models import Answer
 
-from . import references, scorers
+from . import embedding_cache, references, scorers
 from .models import Score
 
 NO_BASE = {"reason": "the question has no base question"}
+
+
+def select_answers(
+    *, dataset: str | None = None, source: str | None = None, study: int | None = None
+) -> QuerySet[Answer]:
+    """The answers to score: all, or those of a dataset (by name), a source (by name) and a study (by id; through
+    the answers' study links: scoring never imports studies/)."""
+    answers = Answer.objects.all()
+    if dataset:
+        answers = answers.filter(question__dataset__name=dataset)
+    if source:
+        answers = answers.filter(source__name=source)
+    if study is not None:
+        answers = answers.filter(studies__id=study)
+    return answers
 
 
 def score_missing(*, scorer: str, answers: QuerySet[Answer], batch_size: int | None = None) -> dict[str, int]:
@@ -93,6 +110,8 @@ def _read_page(
         else:
             pairs.append(scorers.Pair(reply, reference.reply))
             paired.append((referring.answer_id, reference.answer_id))
+    if rule.embedding_model is not None and pairs:
+        pairs = _with_embeddings(rule.embedding_model, pairs, paired)
     readings = rule.score_batch(pairs) if pairs else []
     for (answer_id, reference_id), reading in zip(paired, readings, strict=True):
         counts[reading.outcome] += 1
@@ -101,3 +120,21 @@ def _read_page(
         new.append(Score(answer_id=answer_id, scorer=rule.name, version=rule.version, outcome=reading.outcome,
                          value=value, number=reading.number))  # fmt: skip
     return new
+
+
+def _with_embeddings(model: str, pairs: list[scorers.Pair], paired: list[tuple[int, int | None]]) -> list[scorers.Pair]:
+    """The pairs with each text's embedding attached, the page's distinct answers embedded at once through the
+    cache: a reference shared by several answers of the page (or of earlier runs) is embedded once."""
+    texts: dict[int, str] = {}
+    for pair, (answer_id, reference_id) in zip(pairs, paired, strict=True):
+        texts[answer_id] = pair.answer.text
+        if pair.reference is not None and reference_id is not None:
+            texts[reference_id] = pair.reference.text
+    found = embedding_cache.vectors_for(texts, model=model)
+    attached = []
+    for pair, (answer_id, reference_id) in zip(pairs, paired, strict=True):
+        reference = pair.reference
+        if reference is not None and reference_id is not None:
+            reference = replace(reference, embedding=found.get(reference_id))
+        attached.append(scorers.Pair(replace(pair.answer, embedding=found.get(answer_id)), reference))
+    return attached

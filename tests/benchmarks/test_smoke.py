@@ -30,6 +30,17 @@ def case(name: str, arguments: list[str], expected: list[str], *marks):
 
 CASES = [
     case(
+        "embedding",
+        ["--answers", "50"],
+        [
+            r"embedded 50 answers in [\d.]+ s = \d+ answers/s",
+            r"mean word pieces per answer: \d+",
+            r"vectors: 50 x 384 float32",
+            r"peak RSS: \d+ MiB",
+            r"load average \(1 min\) before [\d.]+, after [\d.]+",
+        ],
+    ),
+    case(
         "analysis",
         ["--scales", "1000", "--naive-budget", "5", "--sample", "10", "--database", "1000"],
         [

@@ -40,6 +40,7 @@ def test_a_one_answer_scorer_reads_a_batch_through_its_read():
 def test_every_registered_scorer_says_what_it_reads_and_every_rule_has_a_lookup():
     reads = {key: (scorer.reads, scorer.reference) for key, scorer in scorers.SCORERS.items()}
     assert reads.pop(("word_overlap", 1)) == ("answer_and_reference", "same_source_condition_base")
+    assert reads.pop(("minilm_cosine", 1)) == ("answer_and_reference", "same_source_condition_base")
     assert set(reads.values()) == {("answer", None)}
     assert set(references.RULES) == set(scorers.REFERENCE_RULES)
 
