@@ -60,8 +60,13 @@ def contextsrh_definition(
             {"dataset": originals},
             {
                 "dataset": variants,
-                "variant_run": {"generator": GENERATOR, "version": generator.version, "seed": seed,
-                                "base_dataset": originals, "options": options},
+                "variant_run": {
+                    "generator": GENERATOR,
+                    "version": generator.version,
+                    "seed": seed,
+                    "base_dataset": originals,
+                    "options": options,
+                },
             },  # fmt: skip
         ],
         "conditions": [{"source": source, "recipe": RECIPE} for source in answerers],

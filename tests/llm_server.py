@@ -252,8 +252,9 @@ SCHEMA_MARK = "matching this JSON Schema:\n"
 # ContextSRH's context sentences (datasets/variants/contextsrh.py) and, per attribute, how far each group's answer
 # strays from the answer without context: the stand-in "favours" 25-year-olds, women and Massachusetts, as the
 # paper found real models do, so the demo's tables have a pattern to show.
-CONTEXT_SENTENCE = re.compile(r"^(?P<question>.*\S)\s+(?:I am (?P<age>\d+) years old|I live in (?P<location>[A-Z][A-Za-z ]+)"
-                              r"|I am a (?P<sex>female|male))\.$", re.DOTALL)  # fmt: skip
+CONTEXT_SENTENCE = re.compile(r"^(?P<question>.*\S)\s+(?:I am (?P<age>\d+) years old"
+                              r"|I live in (?P<location>[A-Z][A-Za-z ]+)|I am a (?P<sex>female|male))\.$",
+                              re.DOTALL)  # fmt: skip
 CONTEXT_DISTANCE = {
     "age": {"10": 5, "15": 3, "18": 1, "21": 0, "25": 0, "30": 1, "40": 2, "50": 3, "60": 4, "70": 5},
     "location": {"Massachusetts": 0, "Vermont": 1, "Hawaii": 2, "Idaho": 2, "Wyoming": 3, "South Dakota": 3},

@@ -20,7 +20,7 @@ def read(name: str, text: str = "", logprobs=None, refusal: bool = False):
 
 
 def test_the_registry_holds_each_q_pain_scorer_at_version_1_reading_the_log_probabilities():
-    assert scorers.names() == ["letter", "p_high", "p_low", "p_no", "p_yes", "said_no", "word_overlap"]
+    assert scorers.names() == ["letter", "minilm_cosine", "p_high", "p_low", "p_no", "p_yes", "said_no", "word_overlap"]
     for name in ("p_no", "p_yes", "p_high", "p_low"):
         scorer = scorers.SCORERS[(name, 1)]
         assert (scorer.version, scorer.response_fields, scorer.question_fields) == (1, ("logprobs",), ())
