@@ -74,8 +74,7 @@ def contextsrh_definition(
         "rubric": {"name": contextsrh.RUBRIC_NAME, "version": 1},
         "pools": [{"pool": pool, "replication": replication} for pool, replication in pools.items()],
         "plans": [{"plan": "contextsrh", "params": {"scorer": SCORER["name"], "k": k}}],
-        "rating": {"instructions": contextsrh.INSTRUCTIONS},
-    }
+    }  # the rubric's own "How to answer" notes carry the paper's instructions: the study adds none
     return complete(definition)
 
 

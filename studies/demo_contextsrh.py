@@ -6,6 +6,7 @@ scorer, and the answers to the 8 originals rated by the two demo health-equity e
 item each left for a person to try). Nothing here is a finding: the stand-in makes up every answer.
 """
 
+import io
 from dataclasses import dataclass
 
 from django.core.management import call_command
@@ -110,7 +111,7 @@ def run_contextsrh(study: Study) -> None:
         for source in answerers:
             jobs.start_job(dataset=dataset, source=source, recipe=recipe, study_id=study.pk)
     work(answerers)
-    call_command("score_answers", "--scorer", "minilm_cosine", "--study", str(study.pk), verbosity=0)
+    call_command("score_answers", "--scorer", "minilm_cosine", "--study", str(study.pk), stdout=io.StringIO())
     items_for_answers(study=study, base_only=True, expect={GATE: GATE_ALL})
     assign_study(study=study, pool_id=RaterPool.objects.get(slug=POOL).pk)
     simulate_ratings(study)
