@@ -47,9 +47,4 @@ def compute_contextsrh_page(study: Study) -> ContextSRHPage:
 
 def contextsrh_page(study: Study) -> ContextSRHPage:
     """The study's ContextSRH page data, from the cache when its scores, ratings and plans have not changed."""
-    key = cache_key(study)
-    page = cache.get(key)
-    if page is None:
-        page = compute_contextsrh_page(study)
-        cache.set(key, page, CACHE_SECONDS)
-    return page
+    return cache.get_or_set(cache_key(study), lambda: compute_contextsrh_page(study), CACHE_SECONDS)

@@ -63,12 +63,7 @@ def compute_judge_page(study: Study) -> JudgePage:
 
 def judge_page(study: Study) -> JudgePage:
     """The study's judge page data, from the cache when its ratings have not changed since."""
-    key = cache_key(study)
-    page = cache.get(key)
-    if page is None:
-        page = compute_judge_page(study)
-        cache.set(key, page, CACHE_SECONDS)
-    return page
+    return cache.get_or_set(cache_key(study), lambda: compute_judge_page(study), CACHE_SECONDS)
 
 
 def table_csv(table: pd.DataFrame) -> str:

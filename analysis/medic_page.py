@@ -40,9 +40,4 @@ def compute_medic_page(study: Study) -> MedicPage:
 
 def medic_page(study: Study) -> MedicPage:
     """The study's MEDIC page data, from the cache when its judge ratings and plans have not changed since."""
-    key = cache_key(study)
-    page = cache.get(key)
-    if page is None:
-        page = compute_medic_page(study)
-        cache.set(key, page, CACHE_SECONDS)
-    return page
+    return cache.get_or_set(cache_key(study), lambda: compute_medic_page(study), CACHE_SECONDS)

@@ -16,10 +16,7 @@ and prints the rows, the seconds, the load average before and after and the peak
 
 import argparse
 import json
-import os
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -28,6 +25,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _memory import status_mib  # noqa: E402
+from _timing import best, loadavg  # noqa: E402
 
 from analysis import contextsrh  # noqa: E402
 
@@ -74,19 +72,6 @@ def results_table(models: int, seed: int = 21) -> pd.DataFrame:
                 rows.append(dict(base, field="relevant", value="all"))
                 rows.extend(dict(base, field="correct_for", value=group) for group in chosen or [""])
     return pd.DataFrame(rows)
-
-
-def best(function: Callable[[], object], repeat: int) -> tuple[float, object]:
-    times, result = [], None
-    for _ in range(repeat):
-        start = time.perf_counter()
-        result = function()
-        times.append(time.perf_counter() - start)
-    return min(times), result
-
-
-def loadavg() -> str:
-    return " ".join(f"{value:.2f}" for value in os.getloadavg())
 
 
 def main() -> None:

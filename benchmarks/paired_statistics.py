@@ -16,14 +16,14 @@ and prints the rows, the seconds and the load average before and after.
 import argparse
 import os
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from _timing import best, loadavg  # noqa: E402
 
 from analysis.paired import group_means, heat_table, paired_tests  # noqa: E402
 from analysis.paired_plots import forest_figure, heat_figure  # noqa: E402
@@ -55,19 +55,6 @@ def observations(sources: int, blocks: int, missing: float, seed: int = 12) -> p
             "value": value,
         }
     )
-
-
-def best(function: Callable[[], object], repeat: int) -> tuple[float, object]:
-    times, result = [], None
-    for _ in range(repeat):
-        start = time.perf_counter()
-        result = function()
-        times.append(time.perf_counter() - start)
-    return min(times), result
-
-
-def loadavg() -> str:
-    return " ".join(f"{value:.2f}" for value in os.getloadavg())
 
 
 def main() -> None:
