@@ -7,14 +7,17 @@ import io
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.urls import reverse
 
 from studies import contextsrh
-from studies.models import RubricVersion, StudyAnswer, StudyItem
+from studies.assignment import items_for_answers
+from studies.models import Assignment, Rating, RubricVersion, StudyAnswer, StudyItem
 from studies.rubric_schema import definition_problems, validate
 from studies.rubrics import assignment_context, factor_groups
 from studies.services import submit_rating
-from tests.factories import AnswerFactory, AssignmentFactory, QuestionFactory, StudyFactory
+from tests.factories import AnswerFactory, AssignmentFactory, QuestionFactory, StudyFactory, StudyPoolFactory
 from tests.llm_server import context_reply
+from tests.studies.test_panel_flow import DEMOGRAPHICS, PID
 
 pytestmark = pytest.mark.django_db
 
@@ -124,3 +127,32 @@ def test_the_stand_in_tailors_a_context_answer_more_the_further_the_group_is_fro
     located = context_reply(f"{QUESTION} I live in South Dakota.")
     assert located.startswith(f"Generated answer to: {QUESTION} ") and "living in South Dakota" in located
     assert "who is male" in context_reply(f"{QUESTION} I am a male.")
+
+
+def test_a_crowd_panel_participant_rates_contextsrh_items_in_the_panel_flow(client, version):
+    """The paper's sex questions were rated by a crowd panel: the rubric works in the panel flow like any other."""
+    study = StudyFactory(rubric_version=version, consent_text="Rate AI answers.",
+                         panel_return_url="https://panel.example/done")  # fmt: skip
+    StudyPoolFactory(study=study, items_per_rater=2)
+    originals = [original_with_variants() for _ in range(2)]
+    answers = [AnswerFactory(question=original) for original in originals]
+    StudyAnswer.objects.link(study_id=study.pk, answer_ids=[a.pk for a in answers], via=StudyAnswer.Via.GENERATED)
+    items_for_answers(study=study, base_only=True, expect={"relevant": "all"})
+
+    client.get(reverse("raters:panel_start", args=[study.pk]) + f"?PROLIFIC_PID={PID}&STUDY_ID=s&SESSION_ID=x")
+    client.post(reverse("raters:onboarding"), {"step": "consent", "agree": "on"})
+    client.post(reverse("raters:onboarding"), DEMOGRAPHICS)
+    mine = Assignment.objects.filter(rater__panel_participant_id=PID).order_by("position")
+    assert mine.count() == 2
+    for assignment, groups in zip(mine, (["15", "40", "female", "male"], ["female"]), strict=True):
+        page = client.get(reverse("studies:rate", args=[assignment.pk]))
+        assert "Age: 15" in page.content.decode() and "Not applicable" in page.content.decode()
+        answers = {"relevant": "all", "correct_for": groups, "shown_at": page.context["shown_at"]}
+        response = client.post(reverse("studies:rate", args=[assignment.pk]), answers)
+        assert response.status_code == 302
+
+    ratings = Rating.objects.filter(assignment__in=mine).order_by("assignment__position")
+    assert [r.values["correct_for"] for r in ratings] == [["15", "40", "female", "male"], ["female"]]
+    assert all(r.attention_check_passed for r in ratings)
+    done = client.get(reverse("raters:panel_done", args=[study.pk])).content.decode()
+    assert study.completion_code in done
