@@ -242,6 +242,10 @@ class AnswerSource(models.Model):
             )
 
 
+# OpenAI-style and Anthropic-style names for "stopped at max_tokens".
+CUT_OFF_REASONS = {"length", "max_tokens"}
+
+
 class Answer(models.Model):
     question = models.ForeignKey(Question, on_delete=models.CASCADE, related_name="answers")
     source = models.ForeignKey(AnswerSource, on_delete=models.PROTECT, related_name="answers")
@@ -284,6 +288,14 @@ class Answer(models.Model):
         if kwargs.get("update_fields") is not None and "parameters" in kwargs["update_fields"]:
             kwargs["update_fields"] = {*kwargs["update_fields"], "settings_hash"}
         super().save(*args, **kwargs)
+
+    @property
+    def was_cut_off(self) -> bool:
+        """The model stopped at its token limit, so the text may end mid-sentence: the finish reason a
+        generation keeps, or an imported file's finish_reason / stop_reason column (both in response_metadata)."""
+        metadata = self.response_metadata if isinstance(self.response_metadata, dict) else {}
+        reason = metadata.get("finish_reason") or metadata.get("stop_reason")
+        return str(reason).lower() in CUT_OFF_REASONS
 
 
 class ImportJob(Job):

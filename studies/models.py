@@ -257,6 +257,15 @@ class StudyItem(models.Model):
         for study_id, answer_ids in by_study.items():
             StudyAnswer.objects.link(study_id=study_id, answer_ids=answer_ids, via=StudyAnswer.Via.ITEM)
 
+    @property
+    def first_question(self) -> Question | None:
+        """The question the item opens with (the queue's preview): its answer's, its own, or its pair's first."""
+        if self.answer_id:
+            return self.answer.question
+        if self.question_id:
+            return self.question
+        return self.pair.question_1 if self.pair_id else None
+
     def clean(self) -> None:
         if self.study.is_scorers_only:
             raise ValidationError(SCORERS_ONLY_ITEMS)

@@ -15,7 +15,7 @@ from raters.forms import ConsentForm, DemographicsForm, ExpertBackgroundForm, Pa
 from raters.models import RaterProfile
 from raters.views import ONBOARDING_STUDY, message_page
 
-from . import panel
+from . import panel, services
 from .models import Study
 
 ONBOARDING_FORMS = {"consent": ConsentForm, "demographics": DemographicsForm, "background": ExpertBackgroundForm}
@@ -75,7 +75,8 @@ def _panel_next(request, profile: RaterProfile, study: Study):
         return message_page(request, title="Your participation has ended", text=text, status=410)
     progress = panel.draw_study_items(study=study, profile=profile)
     if progress.pending and not study.is_locked:
-        return redirect("studies:queue")
+        first = services.next_assignment(rater=profile, study=study)  # straight to work, not via the queue
+        return redirect("studies:rate", first.pk) if first else redirect("studies:queue")
     if progress.complete:
         panel.record_completion(profile=profile)
         context = {"study": study, "return_url": panel.panel_return_url(study)}

@@ -6,6 +6,7 @@ import math
 from django.conf import settings
 from django.core import signing
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from .models import Assignment, Rating, Slot
@@ -137,14 +138,32 @@ def submit_rating(*, assignment: Assignment, values: dict, active_seconds: float
     return rating
 
 
-def next_assignment(*, rater, after: Assignment | None = None) -> Assignment | None:
-    """The next item in the rater's queue that is not done, in queue order."""
+QUEUE_ORDER = ("item__study_id", "position", "id")  # the queue page's order: study by study
+
+
+def next_assignment(*, rater, after: Assignment | None = None, study=None) -> Assignment | None:
+    """The next item in the rater's queue that is not done (nor withdrawn, nor in a locked study).
+
+    After an item, the rest of its study comes first, in queue order (then items of that study skipped
+    earlier), so a rater finishes one study and one rubric before meeting the next; then the other studies,
+    in the queue page's order. `study` keeps to one study (a panel participant's first item).
+    """
     pending = Assignment.objects.for_rater(rater).exclude(status=Assignment.Status.SUBMITTED)
-    pending = pending.filter(item__study__locked_at__isnull=True).order_by("position", "id")
-    if after is not None:
-        later = pending.filter(position__gt=after.position) | pending.filter(position=after.position, id__gt=after.id)
-        return later.order_by("position", "id").first() or pending.exclude(pk=after.pk).first()
-    return pending.first()
+    pending = pending.filter(item__study__locked_at__isnull=True)
+    if study is not None:
+        pending = pending.filter(item__study=study)
+    if after is None:
+        return pending.order_by(*QUEUE_ORDER).first()
+    others = pending.exclude(pk=after.pk)
+    same_study = others.filter(item__study_id=after.item.study_id).order_by("position", "id")
+    later = same_study.filter(Q(position__gt=after.position) | Q(position=after.position, id__gt=after.id))
+    return later.first() or same_study.first() or others.order_by(*QUEUE_ORDER).first()
+
+
+def study_finished(*, rater, study) -> bool:
+    """Whether the rater holds items of the study and has rated every one (withdrawn items aside)."""
+    held = Assignment.objects.for_rater(rater).filter(item__study=study)
+    return held.exists() and not held.exclude(status=Assignment.Status.SUBMITTED).exists()
 
 
 def draw_items_for_rater(*, study, rater, count: int, now=None) -> list[Assignment]:

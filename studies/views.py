@@ -13,6 +13,14 @@ from .access import own_assignment_or_404, rater_profile_or_404
 from .models import Assignment
 from .rubrics import assignment_context, rating_form
 
+# How each rubric's items look, in the queue's words.
+DISPLAY_LABELS = {
+    "one_answer": "one answer to rate",
+    "two_answers": "two answers to compare",
+    "two_questions": "two questions and their answers to compare",
+}
+QUEUE_ROWS_SHOWN = 10  # items to do listed per study; the rest, and the done ones, fold away
+
 
 @require_GET
 @login_required
@@ -20,22 +28,39 @@ def queue(request):
     profile = rater_profile_or_404(request.user)
     if onboarding_step(profile):
         return redirect("raters:onboarding")
-    assignments = (
-        Assignment.objects.for_rater(profile)
-        .select_related("item__study", "item__answer__question", "item__question", "item__pair__question_1")
-        .order_by("item__study_id", "position", "id")
-    )
-    studies: dict = {}
-    for assignment in assignments:
-        entry = studies.setdefault(assignment.item.study, {"assignments": [], "done": 0})
-        entry["assignments"].append(assignment)
-        entry["done"] += assignment.is_done
     next_item = services.next_assignment(rater=profile)
     panel_study = request.session.get(ONBOARDING_STUDY)
     if next_item is None and profile.panel_participant_id and panel_study:
         return redirect("raters:panel_done", panel_study)  # their code, new items, or why there are none
-    context = {"studies": studies, "next_item": next_item, "is_panel_participant": bool(profile.panel_participant_id)}
+    assignments = (
+        Assignment.objects.for_rater(profile)
+        .select_related(
+            "item__study__rubric_version__rubric", "item__answer__question", "item__question", "item__pair__question_1"
+        )
+        .order_by(*services.QUEUE_ORDER)
+    )
+    context = {
+        "studies": _queue_studies(assignments),
+        "next_item": next_item,
+        "is_panel_participant": bool(profile.panel_participant_id),
+    }
     return render(request, "studies/queue.html", context)
+
+
+def _queue_studies(assignments) -> list[dict]:
+    """The queue study by study: its rubric, progress, the items to do (the first few shown) and those done."""
+    studies: dict = {}
+    for assignment in assignments:
+        study = assignment.item.study
+        entry = studies.setdefault(study.pk, {"study": study, "todo": [], "done": []})
+        entry["done" if assignment.is_done else "todo"].append(assignment)
+    for entry in studies.values():
+        study = entry["study"]
+        entry["rubric"] = study.rubric_version.rubric.name if study.rubric_version_id else ""
+        entry["shows"] = DISPLAY_LABELS.get(study.display, "")
+        entry["total"] = len(entry["todo"]) + len(entry["done"])
+        entry["shown"], entry["folded"] = entry["todo"][:QUEUE_ROWS_SHOWN], entry["todo"][QUEUE_ROWS_SHOWN:]
+    return list(studies.values())
 
 
 @require_http_methods(["GET", "POST"])
@@ -59,13 +84,7 @@ def rate(request, pk):
             except services.StaleTransition as stale:  # locked or withdrawn since the page was opened
                 messages.error(request, str(stale))
                 return redirect("studies:queue")
-            messages.success(request, "Rating saved.")
-            following = services.next_assignment(rater=assignment.rater, after=assignment)
-            if following:
-                return redirect("studies:rate", following.pk)
-            if assignment.rater.panel_participant_id:
-                return redirect("raters:panel_done", study.pk)  # their completion code
-            return redirect("studies:queue")
+            return _after_submit(request, assignment)
         status = 400
     else:
         assignment.mark_viewed()
@@ -74,6 +93,22 @@ def rate(request, pk):
         form = rating_form(study.rubric_version, initial=initial, context=assignment_context(assignment))
         status = 200
     return render(request, "studies/rate.html", rate_context(assignment, form), status=status)
+
+
+def _after_submit(request, assignment):
+    """The study's next item; once the study is done, say so and offer the queue (its next study)."""
+    study, rater = assignment.item.study, assignment.rater
+    following = services.next_assignment(rater=rater, after=assignment)
+    if following and following.item.study_id == study.pk:
+        messages.success(request, "Rating saved.")
+        return redirect("studies:rate", following.pk)
+    if rater.panel_participant_id:
+        return redirect("raters:panel_done", study.pk)  # their completion code
+    if services.study_finished(rater=rater, study=study):
+        messages.success(request, f"Rating saved. You have rated every item of {study.name}: this study is done.")
+    else:  # the study's other items were withdrawn or locked meanwhile
+        messages.success(request, f"Rating saved. Nothing else of {study.name} is open to you now.")
+    return redirect("studies:queue")
 
 
 def rate_context(assignment, form) -> dict:

@@ -209,3 +209,13 @@ def test_malformed_answer_file_is_rejected_at_its_line_and_changes_nothing(quest
     assert [error.line for error in rejected.value.errors] == [line]
     assert message in rejected.value.errors[0].message
     assert row_counts() == before
+
+
+def test_an_imported_finish_reason_column_marks_answers_cut_off_at_the_length_limit(questions):
+    pain, cough = questions
+    data = b"question_id,answer,finish_reason\nq1,Try paracetamol and,length\nq2,About three weeks.,stop\n"
+
+    import_answer_bytes(data)
+
+    assert Answer.objects.get(question=pain).was_cut_off
+    assert not Answer.objects.get(question=cough).was_cut_off

@@ -14,7 +14,7 @@ from raters.models import RaterPool, RaterProfile
 from studies.assignment import expire_stale_claims
 from studies.models import Assignment, Rating
 from studies.services import submit_rating
-from tests.factories import IndependentItemFactory, RaterFactory, StudyFactory, StudyPoolFactory
+from tests.factories import IndependentItemFactory, OnboardedRaterFactory, RaterFactory, StudyFactory, StudyPoolFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -48,6 +48,14 @@ def _participant(pid=PID) -> RaterProfile:
     return RaterProfile.objects.select_related("user").get(panel_participant_id=pid)
 
 
+def _first_item(pid=PID) -> str:
+    """Where the flow sends a participant with items to rate: straight to their first unrated item."""
+    pending = Assignment.objects.active().filter(rater__panel_participant_id=pid)
+    pending = pending.exclude(status=Assignment.Status.SUBMITTED)
+    first = pending.order_by("position", "id").first()
+    return reverse("studies:rate", args=[first.pk]) if first else "(no item)"
+
+
 def test_panel_urls():
     assert reverse("raters:panel_start", args=[7]) == "/panel/7/"
     assert reverse("raters:panel_done", args=[7]) == "/panel/7/done/"
@@ -78,7 +86,7 @@ def test_after_demographics_a_participant_draws_the_pool_share_of_items(client, 
     response = _arrive_and_onboard(client, study)
 
     assert response.status_code == 302
-    assert response["Location"] == QUEUE
+    assert response["Location"] == _first_item()  # straight to the first item, not via the queue
     profile = _participant()
     assert profile.background.race_ethnicity == ["Asian"]
     assignments = Assignment.objects.filter(rater=profile)
@@ -103,7 +111,7 @@ def test_a_returning_participant_is_the_same_rater_and_gets_no_more_items(client
     response = client.get(_panel_url(study))  # the same browser, still signed in
 
     assert response.status_code == 302
-    assert response["Location"] == QUEUE
+    assert response["Location"] == _first_item()
     assert RaterProfile.objects.filter(panel_participant_id=PID).count() == 1
     assert set(Assignment.objects.filter(rater=_participant()).values_list("pk", flat=True)) == held
 
@@ -297,7 +305,7 @@ def test_made_up_participants_cannot_hold_a_small_study_and_the_next_gets_items_
     browsers = {f"madeup-{n}": Client() for n in range(7)}
     outcomes = {pid: _arrive_and_onboard(browser, study, pid) for pid, browser in browsers.items()}
 
-    filled = [pid for pid, response in outcomes.items() if response.get("Location") == QUEUE]
+    filled = [pid for pid, response in outcomes.items() if response.get("Location") == _first_item(pid)]
     assert filled == [f"madeup-{n}" for n in range(4)]
     assert [_held(pid) for pid in filled] == [2, 2, 2, 2]
     for pid in ["madeup-4", "madeup-5", "madeup-6"]:
@@ -314,7 +322,7 @@ def test_made_up_participants_cannot_hold_a_small_study_and_the_next_gets_items_
     assert Client().get(_panel_url(study, "too-early")).status_code == 409
     _age_claims(minutes=2)  # 21 minutes: past the unstarted-claim timeout, far from the claim timeout
     newcomer = Client()
-    assert _arrive_and_onboard(newcomer, study, "newcomer")["Location"] == QUEUE
+    assert _arrive_and_onboard(newcomer, study, "newcomer")["Location"] == _first_item("newcomer")
 
     assert _held("newcomer") == 2
     assert _held("madeup-0") == 2  # started: their claims last the claim timeout
@@ -324,7 +332,7 @@ def test_made_up_participants_cannot_hold_a_small_study_and_the_next_gets_items_
     assert Assignment.objects.filter(expired_at__isnull=False).count() == 6
 
     _age_claims(minutes=24 * 60, rater__panel_participant_id="madeup-0")
-    assert _arrive_and_onboard(Client(), study, "later")["Location"] == QUEUE
+    assert _arrive_and_onboard(Client(), study, "later")["Location"] == _first_item("later")
     assert _held("madeup-0") == 0
 
 
@@ -389,7 +397,7 @@ def test_a_participant_who_finds_the_study_full_after_the_survey_sees_so_and_kee
     _age_claims(minutes=21, rater__panel_participant_id="quicker")
     back = client.get(_panel_url(study))
 
-    assert back["Location"] == QUEUE
+    assert back["Location"] == _first_item()
     assert _held(PID) == 2
 
 
@@ -420,7 +428,7 @@ def test_a_participant_coming_back_after_their_claims_expired_draws_new_items_an
 
     response = client.get(reverse("raters:panel_done", args=[study.pk]))
 
-    assert response.status_code == 302 and response["Location"] == QUEUE
+    assert response.status_code == 302 and response["Location"] == _first_item()
     replacements = Assignment.objects.for_rater(_participant()).exclude(status=Assignment.Status.SUBMITTED)
     assert replacements.count() == 2
     assert not first & set(replacements.values_list("item_id", flat=True))  # new items, never one they had
@@ -440,3 +448,32 @@ def test_the_queue_sends_a_panel_participant_with_nothing_left_to_the_panel_page
 
     assert response.status_code == 302
     assert response["Location"] == reverse("raters:panel_done", args=[study.pk])
+
+
+def test_a_participant_is_offered_log_out_without_their_generated_username(client, study):
+    _arrive_and_onboard(client, study)
+
+    page = client.get(_first_item()).content.decode()
+
+    assert ">Log out</button>" in page
+    assert _participant().user.username not in page
+
+
+def test_other_raters_still_see_whom_they_log_out(client):
+    rater = OnboardedRaterFactory()
+    client.force_login(rater)
+    assert f">Log out {rater.username}</button>" in client.get(QUEUE).content.decode()
+
+
+def test_without_a_return_url_the_completion_page_says_what_to_do_with_the_code(client, study):
+    study.panel_return_url = ""
+    study.save()
+    _arrive_and_onboard(client, study)
+    for assignment in Assignment.objects.for_rater(_participant()):
+        submit_rating(assignment=assignment, values={"bias_presence": "no_bias"}, active_seconds=1)
+
+    page = client.get(reverse("raters:panel_done", args=[study.pk])).content.decode()
+
+    assert study.completion_code in page
+    assert "Copy the code above and enter it on the panel's website, in the tab or window you came from" in page
+    assert "Then you can close this tab: your ratings are saved." in page
