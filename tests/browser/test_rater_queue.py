@@ -11,6 +11,7 @@ from tests.browser.conftest import log_in, screenshot
 from tests.factories import (
     PASSWORD,
     AssignmentFactory,
+    CounterfactualItemFactory,
     IndependentItemFactory,
     OnboardedRaterFactory,
     PairwiseItemFactory,
@@ -114,6 +115,14 @@ def test_a_rater_finishes_one_study_before_the_next_and_the_queue_groups_and_pre
     assert phone_page.url.endswith(f"/rate/{other.pk}/")
     assert phone_page.evaluate(NO_SIDEWAYS_SCROLL)
     screenshot(phone_page, "rater-pairwise-390")
+
+    cut = {"answer_2__response_metadata": {"finish_reason": "length"}}
+    pair = AssignmentFactory(rater=user.rater_profile, item=CounterfactualItemFactory(**cut))
+    for shown in (phone_page, wide_page):
+        shown.goto(f"/rate/{pair.pk}/")
+        assert shown.locator("[data-cut-off]").count() == 1 and shown.locator("[data-cut-off]").is_visible()
+        assert shown.evaluate(NO_SIDEWAYS_SCROLL)
+    screenshot(phone_page, "rater-counterfactual-cut-off-390")
 
 
 def test_a_panel_participant_goes_from_the_survey_straight_to_their_first_item(phone_page):
