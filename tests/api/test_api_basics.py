@@ -77,6 +77,7 @@ def test_page_size_can_be_chosen_up_to_500(coordinator):
 
 def test_the_schema_is_openapi_3_with_the_main_paths():
     client = APIClient()
+    client.force_authenticate(AnalystFactory())
 
     as_yaml = client.get("/api/schema/")
     as_json = client.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json")
