@@ -1,7 +1,9 @@
 .PHONY: demo test lint format check local-model
 
-demo:  ## Run the app on SQLite with eager Celery and demo data
-	scripts/demo.sh
+# The first run installs ~570 MB of packages into .venv (a few minutes; about 45 s with pip's cache warm), then
+# seeds for about a minute; later runs start in about a minute. DEMO_ADDRESS=127.0.0.1:8001 serves elsewhere.
+demo:  ## Run the app on SQLite with an embedded broker, one worker and demo data; each step is announced
+	scripts/demo.sh $(DEMO_ADDRESS)
 
 test:  ## Run the test suite against PostgreSQL, Redis and a Celery worker
 	scripts/test.sh

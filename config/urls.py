@@ -3,6 +3,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from config.health import healthz
+from config.help import favicon, help_index, help_page
 from config.signin import AdminSignInForm, LogoutView, SignInForm
 from raters import urls as rater_urls
 from raters import views as rater_views
@@ -26,4 +27,7 @@ urlpatterns = [
     path("admin/logout/", LogoutView.as_view(next_page="admin:login")),  # revokes the API token too
     path("admin/", admin.site.urls),
     path("healthz", healthz, name="healthz"),
+    path("help/", help_index, name="help_index"),
+    path("help/<slug:page>/", help_page, name="help"),
+    path("favicon.ico", favicon, name="favicon"),
 ]

@@ -17,8 +17,8 @@ from .models import GenerationJob
 FAILURES_SHOWN = 200
 
 NO_WORKER = (
-    "No Celery worker is answering, so this job is waiting. Start one with celery -A config worker (see README); "
-    "the job continues when it starts."
+    "No Celery worker is answering, so this job is waiting. Start one with celery -A config worker "
+    "(see docs/deployment.md); the job continues when it starts."
 )
 IDLE_GRACE_SECONDS = 10
 IDLE_WORKERS = (

@@ -25,18 +25,30 @@ class Command(BaseCommand):
         "'login <role> <username> <password>'."
     )
 
+    def announce(self, step: str) -> None:
+        """Progress on stderr (stdout is the summary that scripts and tests read): the seeding takes a minute."""
+        if self.verbosity >= 1:
+            self.stderr.write(f"seed_demo: {step}")
+
     def handle(self, *args, **options):
+        self.verbosity = options["verbosity"]
+        self.announce("datasets, answers and logins (MedQA's variants take the longest)")
         try:
             seed = seed_demo()
         except ImportRejected as rejected:
             raise CommandError(f"the committed demo data no longer imports: {rejected.summary()}") from None
+        self.announce("the three demo studies, one per rubric")
         studies = seed_demo_studies()
+        self.announce("simulated ratings for the analysis pages")
         simulated = seed_simulated_ratings()
+        self.announce("the judged study")
         # With a broker a worker answers the judges' calls; without one (eager Celery) they would run here, now,
         # against a stand-in that may not be up, so they are left to `judge_study`.
         judged = seed_judged_study(queue=not settings.CELERY_TASK_ALWAYS_EAGER)
+        self.announce("the MEDIC study (on the stand-in when it is up)")
         # MEDIC's stages follow each other, so its small study is run here, stage by stage, when the stand-in is up.
         medic = seed_medic(run=True)
+        self.announce("the ContextSRH study (on the stand-in when it is up)")
         contextsrh = seed_contextsrh(run=True)  # likewise: answers, then scores, then items and ratings
         for login in seed.logins:
             self.stdout.write(f"login {login.role} {login.username} {login.password}")
@@ -72,14 +84,14 @@ class Command(BaseCommand):
                               f"{medic.study.items.count()} judged answers; {medic_page}")  # fmt: skip
         else:
             self.stdout.write(f"MEDIC study {medic.study.pk} {medic.study.name!r} made, not run (the stand-in is not "
-                              f"up): README, 'Running MEDIC'")  # fmt: skip
+                              f"up): docs/reproducing.md, 'Running MEDIC'")  # fmt: skip
         study = contextsrh.study
         if contextsrh.ran:
             self.stdout.write(f"ContextSRH study {study.pk} {study.name!r} run on the stand-in: {study.items.count()} "
                               f"rated answers; /analysis/studies/{study.pk}/contextsrh/")  # fmt: skip
         else:
             self.stdout.write(f"ContextSRH study {study.pk} {study.name!r} made, not run (the stand-in is not up): "
-                              f"README, 'Running ContextSRH'")  # fmt: skip
+                              f"docs/reproducing.md, 'Running ContextSRH'")  # fmt: skip
         consumer_study = studies[0].study
         self.stdout.write(
             f"panel link (a new consumer from a crowd panel): /panel/{consumer_study.pk}/"
