@@ -19,7 +19,9 @@ from datasets.importers.qpain import QPAIN_DATASET
 from datasets.importers.questions import MEDQA_DATASET
 from datasets.models import Answer, AnswerSource, CounterfactualPair, Dataset, PromptRecipe, Question
 from datasets.recipes import build_request
+from datasets.variants import contextsrh
 from raters.models import RaterProfile
+from studies.demo_contextsrh import DEMO_VARIANTS as DEMO_CONTEXT_VARIANTS
 from studies.demo_medic import DEMO_DESIRES
 from tests.conftest import REPO
 
@@ -219,7 +221,17 @@ def test_medqa_the_biasmedqa_recipes_and_the_stand_in_source_are_there_for_the_w
     assert variants.questions.filter(levels__bias="none").count() == 1273
     assert (
         not Question.objects.exclude(levels={})
-        .exclude(dataset__name__in=[QPAIN_DATASET, BIASMEDQA_VARIANTS, QPAIN_DEMO, MEDIC_DATASET, DEMO_DESIRES])
+        .exclude(
+            dataset__name__in=[
+                QPAIN_DATASET,
+                BIASMEDQA_VARIANTS,
+                QPAIN_DEMO,
+                MEDIC_DATASET,
+                DEMO_DESIRES,
+                contextsrh.DATASET_NAME,
+                DEMO_CONTEXT_VARIANTS,
+            ]
+        )  # fmt: skip
         .exists()
     )
     assert not Answer.objects.filter(question__dataset__in=[medqa, variants]).exists()
