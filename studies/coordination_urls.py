@@ -22,6 +22,8 @@ urlpatterns = [
     path("<int:pk>/raters/<int:rater_id>/", views.rater_detail, name="rater"),
     path("<int:pk>/raters/<int:rater_id>/resume-link/", views.resume_link, name="resume_link"),
     path("<int:pk>/raters/<int:rater_id>/dropped-out/", views.mark_dropped_out, name="dropped_out"),
+    path("<int:pk>/raters/<int:rater_id>/withdraw-open/", views.withdraw_open, name="withdraw_open"),
+    path("<int:pk>/raters/<int:rater_id>/reassign-open/", views.reassign_open, name="reassign_open"),
     path("<int:pk>/assignments/<int:assignment_id>/withdraw/", views.withdraw, name="withdraw"),
     path("<int:pk>/assignments/<int:assignment_id>/reassign/", views.reassign, name="reassign"),
 ]

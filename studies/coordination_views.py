@@ -194,8 +194,9 @@ def _rater_page(request, study, rater, resume_link=""):
         "study": study,
         "rater": rater,
         "assignments": assignments,
-        "candidates": list(reassign_candidates(rater)),
+        "candidates": list(reassign_candidates(rater).select_related("user")),
         "open_statuses": OPEN,
+        "open_count": sum(1 for assignment in assignments if assignment.status in OPEN),
         "is_panel_participant": is_panel_participant_of(profile=rater, study=study),
         "resume_link": resume_link,
         "resume_link_days": RESUME_LINK_DAYS,
@@ -259,6 +260,42 @@ def reassign(request, pk, assignment_id):
     return redirect("coordination:rater", study.pk, assignment.rater_id)
 
 
+@require_POST
+@coordinator_required
+def withdraw_open(request, pk, rater_id):
+    """Withdraw every item the rater holds unrated (coordination.withdraw_open_items)."""
+    study = _study_or_404(pk)
+    rater = _study_rater_or_404(study, rater_id)
+    try:
+        count = coordination.withdraw_open_items(study=study, profile=rater)
+    except StaleTransition as stale:
+        messages.error(request, str(stale))
+    else:
+        messages.success(request, f"{count} unrated item(s) withdrawn from {rater.pseudonym}; they can be assigned "
+                                  "again. Ratings are kept.")  # fmt: skip
+    return redirect("coordination:rater", study.pk, rater.pk)
+
+
+@require_POST
+@coordinator_required
+def reassign_open(request, pk, rater_id):
+    """Move every item the rater holds unrated to one other rater of the pool, all or none."""
+    study = _study_or_404(pk)
+    rater = _study_rater_or_404(study, rater_id)
+    form = ReassignForm(request.POST, candidates=reassign_candidates(rater))
+    if not form.is_valid():
+        messages.error(request, "Choose another rater of the same pool who has not dropped out.")
+        return redirect("coordination:rater", study.pk, rater.pk)
+    to_rater = form.cleaned_data["to_rater"]
+    try:
+        count = coordination.reassign_open_items(study=study, profile=rater, to_rater=to_rater)
+    except (AssignmentError, StaleTransition) as error:
+        messages.error(request, str(error))
+    else:
+        messages.success(request, f"{count} unrated item(s) moved from {rater.pseudonym} to {to_rater.pseudonym}.")
+    return redirect("coordination:rater", study.pk, rater.pk)
+
+
 # --- Helpers -------------------------------------------------------------------------------------
 
 
@@ -267,7 +304,7 @@ def _study_or_404(pk) -> Study:
 
 
 def _study_rater_or_404(study, rater_id):
-    return get_object_or_404(dashboard.study_raters(study).select_related("pool"), pk=rater_id)
+    return get_object_or_404(dashboard.study_raters(study).select_related("pool", "user"), pk=rater_id)
 
 
 def _assignment_or_404(study, assignment_id) -> Assignment:
