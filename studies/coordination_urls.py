@@ -10,6 +10,7 @@ urlpatterns = [
     path("new/", views.study_create, name="create"),
     path("load/", views.study_file_upload, name="load_file"),
     path("<int:pk>/", views.study_dashboard, name="dashboard"),
+    path("<int:pk>/plots/<slug:name>.svg", views.dashboard_plot, name="dashboard_plot"),
     path("<int:pk>/assign/", views.assign, name="assign"),
     path("<int:pk>/lock/", views.lock, name="lock"),
     path("<int:pk>/export.csv", views.export_csv, name="export_csv"),

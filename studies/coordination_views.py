@@ -7,14 +7,14 @@ import tempfile
 from pathlib import Path
 
 from django.contrib import messages
-from django.http import FileResponse, HttpResponse
+from django.http import FileResponse, Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.text import slugify
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from raters.access import coordinator_required, study_team_required
 
-from . import coordination, dashboard, exports
+from . import coordination, dashboard, dashboard_plots, exports
 from .assignment import LOCKED, AssignmentError, AssignReport, assign_study, reassign_assignment, withdraw_assignment
 from .forms import AssignForm, LockForm, ReassignForm, StudyFileForm, StudyForm, reassign_candidates
 from .models import Assignment, Study
@@ -82,6 +82,18 @@ def study_file_upload(request):
 @study_team_required
 def study_dashboard(request, pk):
     return _dashboard_page(request, _study_or_404(pk), LockForm())
+
+
+@require_GET
+@study_team_required
+def dashboard_plot(request, pk, name):
+    """One of the dashboard's plots as SVG (dashboard_plots); 404 for a plot without data."""
+    svg = dashboard_plots.draw(_study_or_404(pk), name)
+    if svg is None:
+        raise Http404("No such plot for this study.")
+    response = HttpResponse(svg, content_type="image/svg+xml")
+    response["Cache-Control"] = "private, no-cache"
+    return response
 
 
 @require_GET
@@ -312,7 +324,9 @@ def _assignment_or_404(study, assignment_id) -> Assignment:
 
 
 def _dashboard_page(request, study, lock_form, status=200):
-    context = {"study": study, "dashboard": dashboard.study_dashboard(study), "lock_form": lock_form}
+    figures = dashboard.study_dashboard(study)
+    plots = [] if study.is_scorers_only else dashboard_plots.plots(study, figures.pools)
+    context = {"study": study, "dashboard": figures, "lock_form": lock_form, "plots": plots}
     return render(request, "coordination/dashboard.html", context, status=status)
 
 
