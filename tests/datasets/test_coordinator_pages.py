@@ -39,6 +39,9 @@ def test_a_finished_job_links_to_its_answers_and_offers_no_resume(
     assert "data-job-answers" in page and reverse("datasets:detail", args=[dataset.pk]) in page
     assert f"source__id__exact={source.pk}" in page and f"settings_hash={job.settings_hash}" in page
     assert "Resume</button>" not in page and "Cancel the job" not in page
+    start = page.index(reverse("admin:datasets_answer_changelist"))
+    listed = client.get(page[start : page.index('"', start)].replace("&amp;", "&"))
+    assert listed.status_code == 200 and listed.context["cl"].result_count == 1  # the job's one answer
 
 
 def test_resume_sits_in_the_idle_notice_and_cancel_is_a_different_action(client, coordinator):
