@@ -3,7 +3,7 @@ from django.conf import settings
 
 from . import answer_links, recipe_pages, recipes
 from . import variant_pages as variant_registry
-from .importers.questions import FORMATS
+from .importers.questions import FORMATS, QuestionOptions, needs_dataset_name
 from .models import AnswerSource, Dataset, PromptRecipe
 from .variants import MAX_LIMIT, MAX_SEED, MIN_SEED
 
@@ -41,6 +41,14 @@ class UploadForm(forms.Form):
         return upload
 
 
+# How much of an upload the form reads to tell its format (a header line, a first JSON record).
+DETECTION_BYTES = 64 * 1024
+NAME_THE_DATASET = (
+    "Name the dataset: neither this file's name nor its columns say which dataset its questions belong to. "
+    "Type the dataset's name here, or give a dataset column."
+)
+
+
 class QuestionImportForm(UploadForm):
     dataset = forms.CharField(
         required=False,
@@ -65,6 +73,16 @@ class QuestionImportForm(UploadForm):
             "pair_column": data["pair_column"] or None,
             "dataset_column": data["dataset_column"] or None,
         }
+
+    def clean(self):
+        """A file that will need a dataset name is refused now, not once its import has been queued."""
+        data = super().clean()
+        upload = data.get("file")
+        if upload is not None and not self.errors:
+            head = next(upload.chunks(DETECTION_BYTES), b"")
+            if needs_dataset_name(head, upload.name, QuestionOptions(**self.import_options())):
+                self.add_error("dataset", NAME_THE_DATASET)
+        return data
 
 
 class AnswerImportForm(StudyChoiceMixin, UploadForm):
@@ -98,6 +116,39 @@ class GenerationForm(StudyChoiceMixin):
         label="Model source",
         help_text="Its current settings are frozen into the job; questions already answered with them are skipped.",
     )
+
+
+# The groups the page shows as fieldsets, in order: (legend, hint, fields).
+SOURCE_GROUPS = [
+    ("The source", "", ["name", "kind", "description"]),
+    ("Endpoint (OpenAI-compatible chat completions)",
+     "The API key is never stored: name the environment variable that holds it. The server sends it only to "
+     "the hosts the MODEL_KEY_HOSTS setting binds that variable to.",
+     ["base_url", "model_name", "api_key_env", "request_timeout_seconds", "concurrency", "rate_limit_per_minute"]),
+    ("What each request asks",
+     "Sent with each request to this source (a recipe's own prompt and settings replace these in its jobs). "
+     "A job freezes them when it starts, so a change makes a new set of answers.",
+     ["temperature", "max_tokens", "system_prompt", "prompt_template", "logprobs", "top_logprobs"]),
+    ("Judges", "", ["structured_output"]),
+]  # fmt: skip
+
+
+class AnswerSourceForm(forms.ModelForm):
+    """A source's settings, each in one place. What a request sends is the typed fields (temperature, max
+    tokens, ...); the model's free-form `parameters` is never sent, so the form leaves it out (the page shows it,
+    read-only, when a source has some). The key itself is never asked for nor shown: only its variable's name."""
+
+    class Meta:
+        model = AnswerSource
+        fields = [name for _legend, _hint, names in SOURCE_GROUPS for name in names]
+        widgets = {
+            "description": forms.Textarea(attrs={"rows": 2}),
+            "system_prompt": forms.Textarea(attrs={"rows": 3}),
+            "prompt_template": forms.Textarea(attrs={"rows": 3}),
+        }
+
+    def groups(self) -> list[tuple[str, str, list]]:
+        return [(legend, hint, [self[name] for name in names]) for legend, hint, names in SOURCE_GROUPS]
 
 
 # --- Prompt recipes and variant runs -------------------------------------------------------------
@@ -267,6 +318,18 @@ class VariantRunForm(forms.Form):
             if unknown:
                 self.add_error("biases", f"The generator {generator} has no level {', '.join(unknown)}.")
         return data
+
+    def level_groups(self) -> list[dict]:
+        """The levels grouped by generator, for one fieldset each (the page's script shows the chosen one's)."""
+        chosen = set(self["biases"].value() or [])
+        return [
+            {"generator": name, "levels": [
+                {"value": level, "label": level.replace("_", " "), "id": f"id_biases_{name}_{index}",
+                 "checked": level in chosen}
+                for index, level in enumerate(variant_registry.levels_of(name))
+            ]}
+            for name, _label in self.fields["generator"].choices
+        ]  # fmt: skip
 
     def run_options(self) -> dict:
         return variant_registry.run_options(

@@ -96,11 +96,24 @@ def progress_payload(job: GenerationJob, progress: jobs.JobProgress) -> dict:
     }
 
 
-def parameter_rows(parameters: dict) -> list[tuple[str, object]]:
-    """An answer's generation settings as (label, value), known settings first and in a fixed order."""
-    known = [(label, parameters[key]) for key, label in PARAMETER_LABELS.items() if key in parameters]
-    others = [(key, value) for key, value in sorted(parameters.items()) if key not in PARAMETER_LABELS]
+def parameter_rows(parameters: dict) -> list[tuple[str, str]]:
+    """An answer's generation settings as (label, readable text), known settings first and in a fixed order."""
+    known = [(label, readable(parameters[key])) for key, label in PARAMETER_LABELS.items() if key in parameters]
+    others = [(key, readable(value)) for key, value in sorted(parameters.items()) if key not in PARAMETER_LABELS]
     return known + others
+
+
+def readable(value: object) -> str:
+    """A setting as a person reads it: yes/no, "key: value" pairs, a list's items; "" for nothing set."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if value is None:
+        return ""
+    if isinstance(value, dict):
+        return "; ".join(f"{key}: {readable(item)}" for key, item in value.items())
+    if isinstance(value, list):
+        return ", ".join(readable(item) for item in value)
+    return str(value)
 
 
 def metadata_rows(metadata: dict) -> list[tuple[str, str]]:

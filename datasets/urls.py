@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import design_views, step_views, views
+from . import design_views, source_views, step_views, views
 
 app_name = "datasets"
 
@@ -11,6 +11,10 @@ urlpatterns = [
     path("import/answers/", views.import_answers, name="import_answers"),
     path("import/<int:pk>/", views.import_status, name="import_status"),
     path("<int:dataset_pk>/questions/<int:pk>/", views.question_detail, name="question"),
+    path("sources/", source_views.source_list, name="sources"),
+    path("sources/new/", source_views.source_create, name="source_create"),
+    path("sources/<int:pk>/", source_views.source_edit, name="source"),
+    path("sources/<int:pk>/test/", source_views.source_test, name="source_test"),
     path("generate/", views.generate, name="generate"),
     path("generation/<int:pk>/", views.generation_job, name="generation_job"),
     path("generation/<int:pk>/progress/", views.generation_progress, name="generation_progress"),

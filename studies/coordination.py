@@ -1,4 +1,5 @@
-"""What coordinators do from the study pages: set a study up, lock it, record that a rater dropped out."""
+"""What coordinators do from the study pages: set a study up, lock it, record that a rater dropped out, take a
+rater's open items back or move them all to another rater."""
 
 from dataclasses import dataclass
 
@@ -7,9 +8,9 @@ from django.utils import timezone
 
 from raters.models import RaterPool, RaterProfile
 
-from .assignment import LOCKED, SOURCES, AssignmentError, build_items
+from .assignment import LOCKED, SOURCES, AssignmentError, build_items, reassign_assignment, withdraw_assignment
 from .models import Assignment, RubricVersion, Slot, Study, StudyPool
-from .transitions import current_study_lock, hold_study_open
+from .transitions import StaleTransition, current_study_lock, hold_study_open
 
 
 @dataclass(frozen=True)
@@ -69,3 +70,40 @@ def mark_dropped_out(*, study: Study, profile: RaterProfile) -> int:
         Assignment.objects.filter(pk__in=ids).update(status=Assignment.Status.WITHDRAWN)
     profile.refresh_from_db(fields=["dropped_out_at"])
     return len(ids)
+
+
+OPEN = (Assignment.Status.ASSIGNED, Assignment.Status.STARTED)
+
+
+def _lock_open_items(study: Study, profile: RaterProfile) -> list[Assignment]:
+    """The rater's unrated items of the study, locked in id order; PostgreSQL re-checks the status after any
+    wait, so an item rated meanwhile is not among them (and stays rated)."""
+    hold_study_open(study.pk, locked_message=LOCKED)
+    held = Assignment.objects.filter(item__study=study, rater=profile, status__in=OPEN)
+    ids = list(held.select_for_update(of=("self",)).order_by("pk").values_list("pk", flat=True))
+    return list(Assignment.objects.filter(pk__in=ids).select_related("item", "rater").order_by("pk"))
+
+
+def withdraw_open_items(*, study: Study, profile: RaterProfile) -> int:
+    """Withdraw every item the rater holds unrated in this study, in one transaction, each through
+    `withdraw_assignment` (its re-checks, the audit trail's rules); returns how many. The rater is not marked
+    as dropped out (`mark_dropped_out` does that too)."""
+    with transaction.atomic():
+        items = _lock_open_items(study, profile)
+        for assignment in items:
+            withdraw_assignment(assignment=assignment, seen_status=assignment.status)
+    return len(items)
+
+
+def reassign_open_items(*, study: Study, profile: RaterProfile, to_rater: RaterProfile) -> int:
+    """Move every item the rater holds unrated in this study to `to_rater`, each through `reassign_assignment`
+    (same pool, assignable, not an author of the item, not holding it already), in one transaction: all of them
+    or none (AssignmentError or StaleTransition names the first that cannot move). Returns how many moved."""
+    with transaction.atomic():
+        items = _lock_open_items(study, profile)
+        for assignment in items:
+            try:
+                reassign_assignment(assignment=assignment, to_rater=to_rater)
+            except (AssignmentError, StaleTransition) as error:
+                raise type(error)(f"Nothing was moved. Item {assignment.item_id}: {error}") from error
+    return len(items)

@@ -10,6 +10,7 @@ urlpatterns = [
     path("new/", views.study_create, name="create"),
     path("load/", views.study_file_upload, name="load_file"),
     path("<int:pk>/", views.study_dashboard, name="dashboard"),
+    path("<int:pk>/plots/<slug:name>.svg", views.dashboard_plot, name="dashboard_plot"),
     path("<int:pk>/assign/", views.assign, name="assign"),
     path("<int:pk>/lock/", views.lock, name="lock"),
     path("<int:pk>/export.csv", views.export_csv, name="export_csv"),
@@ -22,6 +23,8 @@ urlpatterns = [
     path("<int:pk>/raters/<int:rater_id>/", views.rater_detail, name="rater"),
     path("<int:pk>/raters/<int:rater_id>/resume-link/", views.resume_link, name="resume_link"),
     path("<int:pk>/raters/<int:rater_id>/dropped-out/", views.mark_dropped_out, name="dropped_out"),
+    path("<int:pk>/raters/<int:rater_id>/withdraw-open/", views.withdraw_open, name="withdraw_open"),
+    path("<int:pk>/raters/<int:rater_id>/reassign-open/", views.reassign_open, name="reassign_open"),
     path("<int:pk>/assignments/<int:assignment_id>/withdraw/", views.withdraw, name="withdraw"),
     path("<int:pk>/assignments/<int:assignment_id>/reassign/", views.reassign, name="reassign"),
 ]

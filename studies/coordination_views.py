@@ -7,14 +7,14 @@ import tempfile
 from pathlib import Path
 
 from django.contrib import messages
-from django.http import FileResponse, HttpResponse
+from django.http import FileResponse, Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.text import slugify
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from raters.access import coordinator_required, study_team_required
 
-from . import coordination, dashboard, exports
+from . import coordination, dashboard, dashboard_plots, exports
 from .assignment import LOCKED, AssignmentError, AssignReport, assign_study, reassign_assignment, withdraw_assignment
 from .forms import AssignForm, LockForm, ReassignForm, StudyFileForm, StudyForm, reassign_candidates
 from .models import Assignment, Study
@@ -82,6 +82,18 @@ def study_file_upload(request):
 @study_team_required
 def study_dashboard(request, pk):
     return _dashboard_page(request, _study_or_404(pk), LockForm())
+
+
+@require_GET
+@study_team_required
+def dashboard_plot(request, pk, name):
+    """One of the dashboard's plots as SVG (dashboard_plots); 404 for a plot without data."""
+    svg = dashboard_plots.draw(_study_or_404(pk), name)
+    if svg is None:
+        raise Http404("No such plot for this study.")
+    response = HttpResponse(svg, content_type="image/svg+xml")
+    response["Cache-Control"] = "private, no-cache"
+    return response
 
 
 @require_GET
@@ -194,8 +206,9 @@ def _rater_page(request, study, rater, resume_link=""):
         "study": study,
         "rater": rater,
         "assignments": assignments,
-        "candidates": list(reassign_candidates(rater)),
+        "candidates": list(reassign_candidates(rater).select_related("user")),
         "open_statuses": OPEN,
+        "open_count": sum(1 for assignment in assignments if assignment.status in OPEN),
         "is_panel_participant": is_panel_participant_of(profile=rater, study=study),
         "resume_link": resume_link,
         "resume_link_days": RESUME_LINK_DAYS,
@@ -259,6 +272,42 @@ def reassign(request, pk, assignment_id):
     return redirect("coordination:rater", study.pk, assignment.rater_id)
 
 
+@require_POST
+@coordinator_required
+def withdraw_open(request, pk, rater_id):
+    """Withdraw every item the rater holds unrated (coordination.withdraw_open_items)."""
+    study = _study_or_404(pk)
+    rater = _study_rater_or_404(study, rater_id)
+    try:
+        count = coordination.withdraw_open_items(study=study, profile=rater)
+    except StaleTransition as stale:
+        messages.error(request, str(stale))
+    else:
+        messages.success(request, f"{count} unrated item(s) withdrawn from {rater.pseudonym}; they can be assigned "
+                                  "again. Ratings are kept.")  # fmt: skip
+    return redirect("coordination:rater", study.pk, rater.pk)
+
+
+@require_POST
+@coordinator_required
+def reassign_open(request, pk, rater_id):
+    """Move every item the rater holds unrated to one other rater of the pool, all or none."""
+    study = _study_or_404(pk)
+    rater = _study_rater_or_404(study, rater_id)
+    form = ReassignForm(request.POST, candidates=reassign_candidates(rater))
+    if not form.is_valid():
+        messages.error(request, "Choose another rater of the same pool who has not dropped out.")
+        return redirect("coordination:rater", study.pk, rater.pk)
+    to_rater = form.cleaned_data["to_rater"]
+    try:
+        count = coordination.reassign_open_items(study=study, profile=rater, to_rater=to_rater)
+    except (AssignmentError, StaleTransition) as error:
+        messages.error(request, str(error))
+    else:
+        messages.success(request, f"{count} unrated item(s) moved from {rater.pseudonym} to {to_rater.pseudonym}.")
+    return redirect("coordination:rater", study.pk, rater.pk)
+
+
 # --- Helpers -------------------------------------------------------------------------------------
 
 
@@ -267,7 +316,7 @@ def _study_or_404(pk) -> Study:
 
 
 def _study_rater_or_404(study, rater_id):
-    return get_object_or_404(dashboard.study_raters(study).select_related("pool"), pk=rater_id)
+    return get_object_or_404(dashboard.study_raters(study).select_related("pool", "user"), pk=rater_id)
 
 
 def _assignment_or_404(study, assignment_id) -> Assignment:
@@ -275,7 +324,9 @@ def _assignment_or_404(study, assignment_id) -> Assignment:
 
 
 def _dashboard_page(request, study, lock_form, status=200):
-    context = {"study": study, "dashboard": dashboard.study_dashboard(study), "lock_form": lock_form}
+    figures = dashboard.study_dashboard(study)
+    plots = [] if study.is_scorers_only else dashboard_plots.plots(study, figures.pools)
+    context = {"study": study, "dashboard": figures, "lock_form": lock_form, "plots": plots}
     return render(request, "coordination/dashboard.html", context, status=status)
 
 

@@ -213,7 +213,7 @@ def rater_progress(study: Study, *, now: datetime | None = None) -> list[RaterPr
     )
     profiles = (
         study_raters(study)
-        .select_related("pool")
+        .select_related("pool", "user")
         .annotate(
             n_assigned=Count("assignments", filter=mine & ~Q(assignments__status=WITHDRAWN)),
             n_done=Count("assignments", filter=mine & Q(assignments__status=SUBMITTED)),

@@ -139,6 +139,20 @@ def _dataset_from_options(options: QuestionOptions, filename: str, default: str 
     return options.dataset or dataset_name_for_stem(PurePath(filename).stem) or default
 
 
+def needs_dataset_name(head: bytes, filename: str, options: QuestionOptions) -> bool:
+    """Whether a file, from its first bytes, would be rejected for want of a dataset name (`_require_dataset`):
+    a plain table or a header-less file, with no name given, no dataset column and a file name that names none.
+    The upload form asks for the name then, rather than queueing an import that fails. A head the detection
+    cannot read is not judged here: the import says what is wrong with it."""
+    if options.dataset or dataset_name_for_stem(PurePath(filename).stem):
+        return False
+    try:
+        fmt = question_format(head, filename, options)
+    except (ImportRejected, UnicodeDecodeError):
+        return False
+    return fmt == "headerless" or (fmt == "table" and not options.dataset_column)
+
+
 def _require_dataset(name: str | None, filename: str) -> str:
     if not name:
         message = f"which dataset is {PurePath(filename).name!r}? Name it (--dataset NAME, or the form's dataset field)"

@@ -104,7 +104,7 @@ def test_analysts_see_jobs_and_questions_but_cannot_act(client, analyst, dataset
     assert client.get(generate).status_code == 403
     page = client.get(job_page)
     assert page.status_code == 200
-    assert b"Cancel</button>" not in page.content and b"Resume</button>" not in page.content
+    assert b"Cancel the job</button>" not in page.content and b"Resume</button>" not in page.content
     assert client.get(progress).status_code == 200
     assert client.get(question).status_code == 200
     for url in action_urls(job):
@@ -141,14 +141,14 @@ def test_the_form_offers_only_model_sources_with_an_endpoint_and_preselects_the_
     assert b"127.0.0.1:9/v1" in response.content  # the source's settings are summarised
 
 
-def test_with_no_model_source_the_page_says_so_and_links_to_the_admin(client, coordinator, dataset):
+def test_with_no_model_source_the_page_says_so_and_links_to_the_new_source_page(client, coordinator, dataset):
     AnswerSourceFactory(name="Imported", kind="imported")
     client.force_login(coordinator)
 
     response = client.get(reverse("datasets:generate"))
 
     assert b"No model source has an endpoint yet" in response.content
-    assert reverse("admin:datasets_answersource_add").encode() in response.content
+    assert reverse("datasets:source_create").encode() in response.content
     assert b"Start generating" not in response.content
 
 
@@ -223,7 +223,7 @@ def test_an_unfinished_job_page_refreshes_itself_and_offers_resume_and_cancel(cl
     assert "js/generation.js" in content
     assert reverse("datasets:generation_progress", args=[job.pk]) in content
     assert 'max="3" value="0"' in content
-    assert "Resume</button>" in content and "Cancel</button>" in content and "Retry failed" not in content
+    assert "Resume</button>" in content and "Cancel the job</button>" in content and "Retry failed" not in content
     assert "Be brief." in content and "Q: {question}" in content  # the frozen settings
     assert "No Celery worker" in content  # rendered for the script, but hidden: Celery is eager here
     assert 'data-notice="no-worker" hidden' in content

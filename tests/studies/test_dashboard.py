@@ -227,7 +227,7 @@ def test_the_dashboard_takes_the_same_number_of_queries_whatever_the_size(
 
     assert small == large
     study = Study.objects.latest("created_at")
-    with django_assert_max_num_queries(15):  # session, user and roles, then the study's figures (its judges: one)
+    with django_assert_max_num_queries(17):  # session, user, roles, the figures (judges: one), the plots (two)
         client.get(reverse("coordination:dashboard", args=[study.pk]))
 
 

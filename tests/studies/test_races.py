@@ -14,7 +14,7 @@ from django.urls import reverse
 from raters.models import RaterPool
 from studies import services
 from studies.assignment import assign_study, create_slots, reassign_assignment, withdraw_assignment
-from studies.coordination import lock_study, mark_dropped_out
+from studies.coordination import lock_study, mark_dropped_out, reassign_open_items, withdraw_open_items
 from studies.exports import exported_ratings
 from studies.models import Assignment, Rating, Slot, StudyItem, StudyPool
 from studies.services import submit_rating
@@ -113,13 +113,17 @@ def take_back(action, held, other):
         return lambda: withdraw_assignment(assignment=Assignment.objects.get(pk=held.pk))
     if action == "drop-out":
         return lambda: mark_dropped_out(study=held.item.study, profile=held.rater)
+    if action == "withdraw-all":
+        return lambda: withdraw_open_items(study=held.item.study, profile=held.rater)
+    if action == "reassign-all":
+        return lambda: reassign_open_items(study=held.item.study, profile=held.rater, to_rater=other)
     return lambda: reassign_assignment(assignment=Assignment.objects.get(pk=held.pk), to_rater=other)
 
 
 # --- Taking an item back while its rater submits --------------------------------------------------
 
 
-@pytest.mark.parametrize("action", ["withdraw", "drop-out", "reassign"])
+@pytest.mark.parametrize("action", ["withdraw", "drop-out", "reassign", "withdraw-all", "reassign-all"])
 def test_a_rating_submitted_while_its_item_is_taken_back_is_refused_and_replication_holds(action):
     study, team = physician_study()
     held = Assignment.objects.get(item__study=study)
@@ -135,7 +139,7 @@ def test_a_rating_submitted_while_its_item_is_taken_back_is_refused_and_replicat
     held.refresh_from_db()
     assert held.status == Assignment.Status.WITHDRAWN
     # The slot goes to the other physician, who rates it: the export counts one rating, as configured.
-    if action != "reassign":
+    if action not in ("reassign", "reassign-all"):
         assign_study(study=study, pool_id=other.pool_id)
     submit_rating(assignment=Assignment.objects.get(item__study=study, rater=other), values=NO_BIAS, active_seconds=1)
     assert counted_per_item(study) == {held.item_id: 1}
@@ -188,6 +192,22 @@ def test_a_drop_out_recorded_while_the_rater_submits_keeps_the_rating():
     )
 
     assert freed == 0
+    held.refresh_from_db()
+    assert held.status == Assignment.Status.SUBMITTED and counted_per_item(study) == {held.item_id: 1}
+
+
+@pytest.mark.parametrize("bulk", ["withdraw-all", "reassign-all"])
+def test_a_bulk_action_waiting_on_a_submission_leaves_the_rated_item_alone(bulk):
+    study, team = physician_study()
+    held = Assignment.objects.get(item__study=study)
+    other = team[1] if held.rater == team[0] else team[0]
+
+    _, moved, early = race(
+        lambda: submit_rating(assignment=as_the_page_read_it(held), values=NO_BIAS, active_seconds=1),
+        take_back(bulk, held, other),
+    )
+
+    assert moved == 0 and not early  # it waited for the submission, then found nothing open
     held.refresh_from_db()
     assert held.status == Assignment.Status.SUBMITTED and counted_per_item(study) == {held.item_id: 1}
 
