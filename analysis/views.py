@@ -31,7 +31,12 @@ RUNS_SHOWN = 50
 def index(request):
     # The reference levels offered are those of the chosen study's consumers (posted, or chosen above by GET).
     study = pages.chosen_study(request.POST.get("study") if request.method == "POST" else request.GET.get("study"))
-    form = RunAnalysisForm(request.POST or None, initial={"study": study}, levels=pages.consumer_levels(study))
+    form = RunAnalysisForm(
+        request.POST or None,
+        initial={"study": study},
+        levels=pages.consumer_levels(study),
+        panel=pages.panel_categories(),
+    )
     plans = pages.plans_note(study)
     if request.method == "POST" and plans.problem:
         form.add_error(None, plans.problem)  # refused now rather than failing on the worker
