@@ -28,6 +28,11 @@ TABLE_TITLES = {
     "counterfactual_crosstab": "Counterfactual cross-tab",
     "consumer_regression": "Consumer regression",
 }
+# Beside the four (analysis/notebook_extras.py): stored by runs in `extra_tables`, shown only when they have rows.
+EXTRA_TITLES = {
+    "counterfactual_dimensions": "Counterfactual pairs per dimension of bias (from the answers' independent ratings)",
+    "rates_filtered": "Rates over items with every rating (Filtered sets, the paper's primary analysis)",
+}
 RUBRICS = ["independent", "pairwise", "counterfactual"]
 AGGREGATIONS = ["pooled", "majority", "any"]
 CI_COLUMNS = ("ci_low", "ci_high")
@@ -114,7 +119,8 @@ def display_table(
                 cells.append(number(record[column], column))
         rows.append(cells)
     total = len(frame) if total is None else total
-    return DisplayTable(name, title or TABLE_TITLES[name], labels, rows, total, any_clipped, common)
+    title = title or TABLE_TITLES.get(name) or EXTRA_TITLES[name]
+    return DisplayTable(name, title, labels, rows, total, any_clipped, common)
 
 
 # --- The rates table: filters and plots ------------------------------------------------------------------
@@ -232,6 +238,16 @@ def heat_display(title: str, view: pd.DataFrame) -> dict:
     return {"title": title, "columns": [str(column) for column in view.columns], "rows": rows, "key": key}
 
 
+def extra_sections(run: AnalysisRun) -> list[DisplayTable]:
+    """The run's tables beside the four, in EXTRA_TITLES' order (runs store only those with rows)."""
+    found = [(name, run.extra_tables.get(f"{name}.csv")) for name in EXTRA_TITLES]
+    return [display_table(name, pd.read_csv(io.StringIO(text))) for name, text in found if text and text.strip()]
+
+
+def extra_table_text(run: AnalysisRun, name: str) -> str | None:
+    return run.extra_tables.get(f"{name}.csv") if name in EXTRA_TITLES else None
+
+
 def plan_table_text(run: AnalysisRun, name: str) -> str | None:
     """The CSV text of the plan table `<name>.csv` a run computed, None when it has none by that name."""
     plan = plan_for_table(f"{name}.csv")
@@ -252,7 +268,7 @@ def run_tables(run: AnalysisRun, query) -> dict:
             context.update(rates_section(run, query))
             context["filtered"] = any(name in query for name in ("rubric", "dataset", "aggregation"))
             tables = [display_table(name, read_table(run, name)) for name in TABLE_FIELDS if name != "rates"]
-            context["other_tables"] = tables
+            context["other_tables"] = tables + extra_sections(run)
             headlines = run_summary.rate_headlines(rates) + headlines
     context["headlines"] = headlines
     context["holds"] = run_holds(run, sections, rating_tables=context["rating_tables"])

@@ -7,12 +7,16 @@ from types import SimpleNamespace
 
 import pandas as pd
 import pytest
+from django.core.management import call_command
 from django.urls import reverse
 from django.utils import timezone
 
 from analysis import services
 from analysis.models import TABLE_FIELDS, AnalysisRun
+from datasets.demo import seed_demo
 from raters.models import RaterBackground
+from studies.demo import seed_demo_studies
+from studies.demo_ratings import seed_simulated_ratings
 from studies.models import Study
 from tests.factories import (
     AnalystFactory,
@@ -398,3 +402,32 @@ def test_progress_is_written_at_most_every_half_second(monkeypatch):
         seen.append((run.progress, run.step))
 
     assert seen == [(10, "Loading"), (10, "Loading"), (50, "Reliability"), (95, "Saving")]
+
+
+def test_the_tables_beside_the_four_are_stored_shown_and_downloaded_as_analyze_writes_them(
+    client, analyst, tmp_path, django_capture_on_commit_callbacks, settings
+):
+    """Issue 22: counterfactual pairs per dimension (and filtered sets, when a multiply rated set lacks a rating)
+    as new files, from the demo's ratings (its counterfactual pairs' answers are also rated independently)."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    seed_demo()
+    seed_demo_studies()
+    seed_simulated_ratings()
+    with django_capture_on_commit_callbacks(execute=True):
+        done_run = services.start_analysis(study=None, user=analyst)
+    done_run.refresh_from_db()
+    assert "counterfactual_dimensions.csv" in done_run.extra_tables
+    call_command("analyze", "--out", str(tmp_path), stdout=io.StringIO())
+    for name, text in done_run.extra_tables.items():
+        assert (tmp_path / name).read_text(encoding="utf-8") == text
+    client.force_login(analyst)
+    page = client.get(reverse("analysis:run", args=[done_run.pk])).content.decode()
+    assert "Counterfactual pairs per dimension of bias (from the answers&#x27; independent ratings)" in page
+    download = client.get(reverse("analysis:table_csv", args=[done_run.pk, "counterfactual_dimensions"]))
+    assert (
+        download.status_code == 200
+        and download.content.decode() == done_run.extra_tables["counterfactual_dimensions.csv"]
+    )
+    table = pd.read_csv(io.StringIO(done_run.extra_tables["counterfactual_dimensions.csv"]))
+    assert {"one_answer_biased", "at_least_one_answer_biased", "both_answers_biased"} == set(table["outcome"])
+    assert client.get(reverse("analysis:table_csv", args=[done_run.pk, "nonsense"])).status_code == 404

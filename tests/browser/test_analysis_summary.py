@@ -17,8 +17,9 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 WIDTHS = {"desktop": 1280, "phone": 390}
 NO_SIDEWAYS_SCROLL = "document.documentElement.scrollWidth <= window.innerWidth"
-WIDE = """() => [...document.querySelectorAll('main *')].filter(e => e.getBoundingClientRect().right > window.innerWidth)
-    .slice(0, 5).map(e => e.tagName + '.' + e.className + ' ' + Math.round(e.getBoundingClientRect().right))"""
+WIDE = """() => [...document.querySelectorAll('main *')]
+    .filter(e => e.getBoundingClientRect().right > window.innerWidth).slice(0, 5)
+    .map(e => e.tagName + '.' + e.className + ' ' + Math.round(e.getBoundingClientRect().right))"""
 
 
 @pytest.fixture(params=list(WIDTHS))
