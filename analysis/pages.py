@@ -281,6 +281,7 @@ def run_holds(run: AnalysisRun, sections: list[dict], *, rating_tables: bool) ->
     if rating_tables:
         counted = ", ".join(f"{count} {kind}" for kind, count in run.ratings.items() if count) or "the ratings"
         parts.append(f"the rating tables ({counted} ratings)")
+        parts += [EXTRA_TITLES[name] for name in EXTRA_TITLES if run.extra_tables.get(f"{name}.csv")]
     parts += [section["plan"].title for section in sections]
     line = "This run holds " + "; ".join(parts) + "." if parts else "This run holds no estimates."
     if not services.has_rating_tables(run.study):
