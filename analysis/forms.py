@@ -12,6 +12,13 @@ PREDICTORS = {
 }
 
 
+FOREIGN = "; not a panel category"
+
+
+def _ratings(n: int) -> str:
+    return f"{n} rating" if n == 1 else f"{n} ratings"
+
+
 def _studies():
     return Study.objects.order_by("name")
 
@@ -45,9 +52,8 @@ class RunAnalysisForm(forms.Form):
         for predictor, label in PREDICTORS.items():
             present = levels.get(predictor, [])
             offered = None if panel is None else panel.get(predictor, set())
-            foreign = "; not a panel category"
             choices = [("", "Most frequent level")] + [
-                (level, f"{level} ({n} ratings{'' if offered is None or level in offered else foreign})")
+                (level, f"{level} ({_ratings(n)}{'' if offered is None or level in offered else FOREIGN})")
                 for level, n in present
             ]
             answered = [level for level, _ in present if level != DECLINED]

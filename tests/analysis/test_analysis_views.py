@@ -118,7 +118,7 @@ def test_the_form_offers_the_consumer_levels_present_most_frequent_first(client,
     response = client.get(reverse("analysis:index"))
 
     form = response.context["form"]
-    assert form.fields["rater_age_group"].choices == [("", "Most frequent level"), ("25-34", "25-34 (1 ratings)")]
+    assert form.fields["rater_age_group"].choices == [("", "Most frequent level"), ("25-34", "25-34 (1 rating)")]
     assert form.fields["rater_age_group"].initial == "25-34"
     # Named as the regression names them: one level per category chosen (an indicator each), not "White; Asian".
     assert [c for c, _ in form.fields["rater_race_ethnicity"].choices] == ["", "Asian", "White"]
@@ -173,8 +173,8 @@ def test_levels_outside_the_panels_categories_are_labelled_and_never_merged(clie
         form = client.get(reverse("analysis:index"), {"study": study.pk} if study else {}).context["form"]
         return dict(form.fields["rater_age_group"].choices[1:])
 
-    assert labels(None) == {"18-24": "18-24 (1 ratings)", "18-29": "18-29 (1 ratings; not a panel category)"}
-    assert labels(imported) == {"18-29": "18-29 (1 ratings; not a panel category)"}
+    assert labels(None) == {"18-24": "18-24 (1 rating)", "18-29": "18-29 (1 rating; not a panel category)"}
+    assert labels(imported) == {"18-29": "18-29 (1 rating; not a panel category)"}
     page = client.get(reverse("analysis:index")).content.decode()
     assert "never merged with the panel's 18-24 or 25-34 it overlaps" in page
 
