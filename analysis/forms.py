@@ -12,6 +12,13 @@ PREDICTORS = {
 }
 
 
+FOREIGN = "; not a panel category"
+
+
+def _ratings(n: int) -> str:
+    return f"{n} rating" if n == 1 else f"{n} ratings"
+
+
 def _studies():
     return Study.objects.order_by("name")
 
@@ -34,12 +41,21 @@ class RunAnalysisForm(forms.Form):
 
     study = forms.ModelChoiceField(_studies(), required=False, widget=forms.HiddenInput)
 
-    def __init__(self, *args, levels: dict[str, list[tuple[str, int]]], **kwargs):
-        """levels: per predictor, the levels present with their number of consumer ratings, most frequent first."""
+    def __init__(
+        self, *args, levels: dict[str, list[tuple[str, int]]], panel: dict[str, set[str]] | None = None, **kwargs
+    ):
+        """levels: per predictor, the levels present with their number of consumer ratings, most frequent first.
+        panel: per predictor, the categories the panel form offers; a level outside them (an imported file's
+        "18-29") is labelled so, never merged with a panel category it overlaps (DESIGN.md, "Consumer regression:
+        levels")."""
         super().__init__(*args, **kwargs)
         for predictor, label in PREDICTORS.items():
             present = levels.get(predictor, [])
-            choices = [("", "Most frequent level")] + [(level, f"{level} ({n} ratings)") for level, n in present]
+            offered = None if panel is None else panel.get(predictor, set())
+            choices = [("", "Most frequent level")] + [
+                (level, f"{level} ({_ratings(n)}{'' if offered is None or level in offered else FOREIGN})")
+                for level, n in present
+            ]
             answered = [level for level, _ in present if level != DECLINED]
             self.fields[predictor] = forms.ChoiceField(
                 label=label,

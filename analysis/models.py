@@ -47,6 +47,12 @@ class AnalysisRun(Job):
     plan_tables = models.JSONField(
         default=dict, blank=True, help_text="Each analysis plan's tables (DESIGN.md): {file name: CSV text}."
     )
+    extra_tables = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="Tables the authors' analysis shows beside the four (analysis/notebook_extras.py): {file name: CSV "
+        "text}, only those with rows.",
+    )
     error = models.TextField(blank=True)
 
     class Meta:

@@ -4,7 +4,6 @@ The statistics (analysis.tables) decide the numbers; this module only shapes the
 """
 
 import io
-import math
 from collections import Counter
 from dataclasses import dataclass
 
@@ -12,11 +11,12 @@ import pandas as pd
 from django.db.models import Count
 from django.urls import reverse
 
+from raters.models import DemographicOption
 from studies.exports import exported_ratings
 from studies.models import Study
 from studies.release import INDEPENDENT, LIST_SEPARATOR
 
-from . import regression, services
+from . import regression, run_summary, services
 from .forms import PREDICTORS, RatesFilterForm
 from .models import TABLE_FIELDS, AnalysisRun
 from .plan_parameters import PlanParameterError
@@ -28,11 +28,16 @@ TABLE_TITLES = {
     "counterfactual_crosstab": "Counterfactual cross-tab",
     "consumer_regression": "Consumer regression",
 }
+# Beside the four (analysis/notebook_extras.py): stored by runs in `extra_tables`, shown only when they have rows.
+EXTRA_TITLES = {
+    "counterfactual_dimensions": "Counterfactual pairs per dimension of bias (from the answers' independent ratings)",
+    "rates_filtered": "Rates over items with every rating (Filtered sets, the paper's primary analysis)",
+}
 RUBRICS = ["independent", "pairwise", "counterfactual"]
 AGGREGATIONS = ["pooled", "majority", "any"]
-COUNT_COLUMNS = {"n", "n_items", "n_raters", "correct", "non_response"}
 CI_COLUMNS = ("ci_low", "ci_high")
 PLOT_FORMATS = {"svg": "image/svg+xml", "png": "image/png"}
+HEAT_LIGHT, HEAT_RANGE = 96, 36  # the heat cells' lightness: lowest value 96%, highest 60%
 CONSUMER_POOL = "consumer"
 
 
@@ -44,25 +49,11 @@ def read_table(run: AnalysisRun, name: str) -> pd.DataFrame:
     return pd.read_csv(io.StringIO(text))
 
 
-# --- Formatting ----------------------------------------------------------------------------------------
+# --- Formatting (analysis.run_summary: counts whole, no "-0.000"; the CSV keeps full precision) -----------------
 
-
-def number(value, column: str = "") -> str:
-    """Three decimals; counts as whole numbers; p-values below 0.001 as "<0.001"; missing as empty."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return ""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return str(value)
-    if column in COUNT_COLUMNS:
-        return str(int(value))
-    if column == "p_value" and value < 0.001:
-        return "<0.001"
-    return f"{value:.3f}"
-
-
-def interval(low, high) -> str:
-    low, high = number(low), number(high)
-    return f"{low} – {high}" if low and high else ""
+number = run_summary.number
+interval = run_summary.interval
+CLIPPED_MARK = "†"
 
 
 @dataclass
@@ -72,13 +63,41 @@ class DisplayTable:
     columns: list[str]
     rows: list[list[str]]
     total: int  # rows in the whole table, before any filter
+    clipped: bool = False  # some interval was clipped to the table's bounds (marked CLIPPED_MARK)
+    common: list[tuple[str, str]] | None = None  # text columns with one value in every row: said once, above
 
 
-def display_table(name: str, frame: pd.DataFrame, total: int | None = None, title: str = "") -> DisplayTable:
-    """Every column of the CSV, ci_low/ci_high shown together as one "95% CI" column where they appear."""
+def common_columns(frame: pd.DataFrame) -> list[str]:
+    """The text columns holding one value in every row (of two or more): on a phone they took the width the
+    level, estimate and interval need, so the page names them once above the table (the CSV keeps them)."""
+    if len(frame) < 2:
+        return []
+    return [
+        column
+        for column in frame.columns
+        if column not in CI_COLUMNS
+        and not pd.api.types.is_numeric_dtype(frame[column])
+        and frame[column].notna().all()
+        and frame[column].nunique() == 1
+    ]
+
+
+def display_table(
+    name: str,
+    frame: pd.DataFrame,
+    total: int | None = None,
+    title: str = "",
+    bounds: tuple[float, float] | None = None,
+) -> DisplayTable:
+    """Every column of the CSV, ci_low/ci_high shown together as one "95% CI" column where they appear; with
+    `bounds` (a plan of probabilities) an interval running past them is clipped to them and marked."""
     has_ci = all(column in frame.columns for column in CI_COLUMNS)
+    folded = common_columns(frame)
+    common = [(column.replace("_", " "), str(frame[column].iloc[0])) for column in folded]
     columns, labels = [], []
     for column in frame.columns:
+        if column in folded:
+            continue
         if column in CI_COLUMNS:
             if column == "ci_low":
                 columns.append("ci")
@@ -86,17 +105,22 @@ def display_table(name: str, frame: pd.DataFrame, total: int | None = None, titl
             continue
         columns.append(column)
         labels.append(column.replace("_", " "))
-    rows = []
+    rows, any_clipped = [], False
     for record in frame.to_dict("records"):
         cells = []
         for column in columns:
-            if column == "ci" and has_ci:
+            if column == "ci" and has_ci and bounds is not None:
+                text, clipped = run_summary.clipped_interval(record["ci_low"], record["ci_high"], bounds)
+                any_clipped |= clipped
+                cells.append(f"{text} {CLIPPED_MARK}" if clipped else text)
+            elif column == "ci" and has_ci:
                 cells.append(interval(record["ci_low"], record["ci_high"]))
             else:
                 cells.append(number(record[column], column))
         rows.append(cells)
     total = len(frame) if total is None else total
-    return DisplayTable(name, title or TABLE_TITLES[name], labels, rows, total)
+    title = title or TABLE_TITLES.get(name) or EXTRA_TITLES[name]
+    return DisplayTable(name, title, labels, rows, total, any_clipped, common)
 
 
 # --- The rates table: filters and plots ------------------------------------------------------------------
@@ -123,7 +147,7 @@ def rates_section(run: AnalysisRun, query) -> dict:
     form = RatesFilterForm(query, values=values, defaults=defaults)
     shown = rates
     for column, value in form.chosen.items():
-        if value:
+        if value and column in shown.columns:
             shown = shown[shown[column].astype(str) == value]
     return {
         "rates_form": form,
@@ -158,25 +182,41 @@ def has_plot(rates: pd.DataFrame, *, rubric: str, outcome: str, aggregation: str
 
 
 def plan_sections(run: AnalysisRun) -> list[dict]:
-    """Each analysis plan's table a run computed (in the plans' order), with its plot's links."""
+    """Each analysis plan's table a run computed with rows (in the plans' order), with its headline for the
+    summary, its compact views, its plot's links and, for paired tests, the level its Bonferroni intervals were
+    computed at. A plan whose table is empty has nothing to show and is left out (`run_holds` says so)."""
     sections = []
     for plan in SCORE_PLANS.values():
         text = run.plan_tables.get(plan.table)
-        if text is None:
+        if text is None or not text.strip():
             continue
-        frame = pd.read_csv(io.StringIO(text)) if text.strip() else pd.DataFrame()
-        section = {"plan": plan, "table": display_table(plan.stem, frame, title=plan.title)}
-        if plan.summary is not None and not frame.empty:
+        frame = pd.read_csv(io.StringIO(text))
+        if frame.empty:
+            continue
+        table = display_table(plan.stem, frame, title=plan.title, bounds=plan.bounds)
+        section: dict = {"plan": plan, "table": table, "headlines": plan.headline(frame) if plan.headline else []}
+        if plan.summary is not None:
             section["heat_tables"] = [heat_display(title, view) for title, view in plan.summary(frame)]
-        if plan.plot is not None and not frame.empty:
+        if plan.plot is not None:
             section.update({fmt: reverse("analysis:plan_plot", args=[run.pk, plan.stem, fmt]) for fmt in PLOT_FORMATS})
+        if plan.correction == "bonferroni":
+            section["bonferroni"] = bonferroni_note(run_summary.bonferroni_levels(frame))
         sections.append(section)
     return sections
 
 
+def bonferroni_note(levels: list[tuple[int, float]]) -> str:
+    """At what level this run's Bonferroni intervals were computed: 1 - 0.05/m for the m pairs present."""
+    if not levels:
+        return ""
+    parts = [f"{100 * confidence:.2f}% (1 − 0.05/{m}, {m} pair{'s' if m != 1 else ''})" for m, confidence in levels]
+    return "Bonferroni intervals computed at " + "; ".join(parts) + ": m counts the pairs of the groups present."
+
+
 def heat_display(title: str, view: pd.DataFrame) -> dict:
     """A table of proportions shown as percentages, each cell shaded from the table's lowest (light) to highest
-    value (orange), so the eye finds the extremes as in the paper's Figure 2a; the number is always written."""
+    value (orange), so the eye finds the extremes as in the paper's Figure 2a; the number is always written, and
+    the key gives the two ends of the shading."""
     values = [float(value) for value in view.to_numpy().ravel() if pd.notna(value)]
     low, high = (min(values), max(values)) if values else (0.0, 0.0)
     rows = []
@@ -187,10 +227,25 @@ def heat_display(title: str, view: pd.DataFrame) -> dict:
                 cells.append({"text": "–", "style": ""})
                 continue
             share = (float(value) - low) / (high - low) if high > low else 0.0
-            shade = f"background: hsl(25 90% {96 - 36 * share:.0f}%)"
-            cells.append({"text": f"{100 * float(value):.1f} %", "style": shade})
+            shade = f"background: hsl(25 90% {HEAT_LIGHT - HEAT_RANGE * share:.0f}%)"
+            cells.append({"text": run_summary.percent(value), "style": shade})
         rows.append({"label": str(label), "cells": cells})
-    return {"title": title, "columns": [str(column) for column in view.columns], "rows": rows}
+    key = {
+        "low": run_summary.percent(low),
+        "high": run_summary.percent(high),
+        "gradient": f"linear-gradient(to right, hsl(25 90% {HEAT_LIGHT}%), hsl(25 90% {HEAT_LIGHT - HEAT_RANGE}%))",
+    }
+    return {"title": title, "columns": [str(column) for column in view.columns], "rows": rows, "key": key}
+
+
+def extra_sections(run: AnalysisRun) -> list[DisplayTable]:
+    """The run's tables beside the four, in EXTRA_TITLES' order (runs store only those with rows)."""
+    found = [(name, run.extra_tables.get(f"{name}.csv")) for name in EXTRA_TITLES]
+    return [display_table(name, pd.read_csv(io.StringIO(text))) for name, text in found if text and text.strip()]
+
+
+def extra_table_text(run: AnalysisRun, name: str) -> str | None:
+    return run.extra_tables.get(f"{name}.csv") if name in EXTRA_TITLES else None
 
 
 def plan_table_text(run: AnalysisRun, name: str) -> str | None:
@@ -200,13 +255,42 @@ def plan_table_text(run: AnalysisRun, name: str) -> str | None:
 
 
 def run_tables(run: AnalysisRun, query) -> dict:
-    """Everything a finished run's page shows: a study read by scorers only has its plans' tables alone."""
-    context: dict = {"plan_sections": plan_sections(run), "rating_tables": services.has_rating_tables(run.study)}
-    if context["rating_tables"]:
-        context.update(rates_section(run, query))
-        tables = [display_table(name, read_table(run, name)) for name in TABLE_FIELDS if name != "rates"]
-        context["other_tables"] = tables
+    """Everything a finished run's page shows: the summary first (the headline estimates and what the run holds),
+    then its sections. The rating tables only when the run has ratings: a Q-Pain run shows no empty EquityMedQA
+    sections."""
+    sections = plan_sections(run)
+    context: dict = {"plan_sections": sections, "rating_tables": False}
+    headlines = [headline for section in sections for headline in section["headlines"]]
+    if services.has_rating_tables(run.study):
+        rates = read_table(run, "rates")
+        if not rates.empty:
+            context["rating_tables"] = True
+            context.update(rates_section(run, query))
+            context["filtered"] = any(name in query for name in ("rubric", "dataset", "aggregation"))
+            tables = [display_table(name, read_table(run, name)) for name in TABLE_FIELDS if name != "rates"]
+            context["other_tables"] = tables + extra_sections(run)
+            headlines = run_summary.rate_headlines(rates) + headlines
+    context["headlines"] = headlines
+    context["holds"] = run_holds(run, sections, rating_tables=context["rating_tables"])
     return context
+
+
+def run_holds(run: AnalysisRun, sections: list[dict], *, rating_tables: bool) -> str:
+    """One line saying what the run holds, so that a section left out is not a mystery."""
+    parts = []
+    if rating_tables:
+        counted = ", ".join(f"{count} {kind}" for kind, count in run.ratings.items() if count) or "the ratings"
+        parts.append(f"the rating tables ({counted} ratings)")
+        parts += [EXTRA_TITLES[name] for name in EXTRA_TITLES if run.extra_tables.get(f"{name}.csv")]
+    parts += [section["plan"].title for section in sections]
+    line = "This run holds " + "; ".join(parts) + "." if parts else "This run holds no estimates."
+    if not services.has_rating_tables(run.study):
+        line += f" {run.study.name} has no rubric: nobody rates its answers, so there are no rating tables."
+        if not sections:
+            line += " Its definition names no analysis plan with scored answers either."
+    elif not rating_tables:
+        line += " There were no ratings, so the rating tables (rates, reliability, cross-tab, regression) are left out."
+    return line
 
 
 # --- The run form and the progress poll --------------------------------------------------------------------
@@ -260,6 +344,15 @@ def consumer_levels(study: Study | None = None) -> dict[str, list[tuple[str, int
         predictor: sorted(counter.items(), key=lambda item: (-item[1], item[0]))
         for predictor, counter in counters.items()
     }
+
+
+def panel_categories() -> dict[str, set[str]]:
+    """Per regression predictor, the categories the panel's demographics form offers now (and DECLINED)."""
+    offered: dict[str, set[str]] = {predictor: {regression.DECLINED} for predictor in PREDICTORS}
+    for field, label in DemographicOption.objects.values_list("field", "label"):
+        if f"rater_{field}" in offered:
+            offered[f"rater_{field}"].add(label)
+    return offered
 
 
 def progress_payload(run: AnalysisRun) -> dict:

@@ -64,6 +64,12 @@ def _rows_of(frame: pd.DataFrame, key: tuple[str, ...]) -> pd.DataFrame:
     return frame[mask]
 
 
+def _title(figure: Figure, text: str, width: float) -> None:
+    """The figure's title wrapped to its width (inches): a narrow figure (one pain context) cut a long title
+    off on both sides. About 11 characters of 10 pt text per inch."""
+    figure.suptitle(textwrap.fill(text, max(20, int(width * 11))), fontsize=10)
+
+
 def _save(figure: Figure, fmt: str) -> bytes:
     buffer = io.BytesIO()
     figure.savefig(buffer, format=fmt, dpi=150, metadata={"Date": None} if fmt == "svg" else None)
@@ -140,7 +146,7 @@ def forest_figure(
             title="* p < α   ** p < α / pairs   *** p < 0.0001 (paired t-test, raw p)",
             title_fontsize=7,
         )
-    figure.suptitle(f"Paired differences{': ' + common if common else ''}", fontsize=10)
+    _title(figure, f"Paired differences{': ' + common if common else ''}", width)
     return _save(figure, fmt)
 
 
@@ -198,7 +204,8 @@ def heat_figure(
     shapes = [table.shape for table in tables] or [(1, 1)]
     columns = max(shape[1] for shape in shapes)
     heights = [CELL_HEIGHT * max(shape[0], 1) + 0.7 for shape in shapes]
-    figure = Figure(figsize=(1.6 + CELL_WIDTH * columns, sum(heights) + 0.9), layout="constrained")
+    width = 1.6 + CELL_WIDTH * columns
+    figure = Figure(figsize=(width, sum(heights) + 0.9), layout="constrained")
     axes = figure.subplots(len(shapes), 1, squeeze=False, height_ratios=heights)[:, 0]
     for index, table in enumerate(tables):
         _heat_panel(axes[index], table, set(_rows_of(frame, keys[index])["level"]))
@@ -206,7 +213,7 @@ def heat_figure(
     if not tables:
         axes[0].set_axis_off()
         axes[0].text(0.5, 0.5, "No group means", transform=axes[0].transAxes, ha="center", va="center")
-    figure.suptitle(f"Mean by level{': ' + common if common else ''}", fontsize=10)
+    _title(figure, f"Mean by level{': ' + common if common else ''}", width)
     return _save(figure, fmt)
 
 

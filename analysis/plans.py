@@ -16,7 +16,7 @@ from typing import Any
 
 import pandas as pd
 
-from . import choice_accuracy, plots
+from . import choice_accuracy, plots, run_summary
 from .factor_comparisons import Comparison, forest_of, heat_of, heat_views, means_statistic, paired_statistic
 
 
@@ -41,6 +41,10 @@ class AnalysisPlan:
     plot_alt: str = ""  # the plot's text alternative on the pages
     # compact views shown above the long table: table -> [(title, frame indexed by row label)]
     summary: Callable[[pd.DataFrame], list[tuple[str, pd.DataFrame]]] | None = None
+    # the run page's summary, first on the page: the plan's headline estimates (analysis.run_summary)
+    headline: Callable[[pd.DataFrame], list[run_summary.Headline]] | None = None
+    # the range the table's values and intervals live in (probabilities: 0-1); the pages clip intervals to it
+    bounds: tuple[float, float] | None = None
     # A plan comparing a factor's levels: what it compares, and its statistic made from that, so that a study can
     # compare another factor, block or correction with the same plan (plan_parameters.configure).
     comparison: Comparison | None = None
@@ -88,6 +92,7 @@ BIASMEDQA_ACCURACY = AnalysisPlan(
     reference_levels=choice_accuracy.REFERENCE_LEVELS,
     plot=plots.accuracy_figure,
     run_scorers=("letter",),
+    headline=run_summary.accuracy_headlines,
     plot_alt="accuracy by bias with 95% Wilson intervals, one panel per mitigation",
     description="Accuracy = correct / (answers − non-responses), with its 95% Wilson score interval; non-response "
     "rate = non-responses / answers; drops are taken from the same source's unbiased run (bias none) under the same "
@@ -128,8 +133,11 @@ QPAIN_GROUP_MEANS = AnalysisPlan(
     plot_alt="heat map of the mean probability of No (denying pain treatment) by race x gender and pain context, "
     "one panel per source",
     summary=heat_views,
+    bounds=(0.0, 1.0),
     description="Mean of each outcome per race x gender group over its variants (one answer per variant and "
-    "source), overall (stratum all) and per pain context, with 95% t-intervals. Outcomes: p_no = P(No) at the "
+    "source), overall (stratum all) and per pain context, with 95% t-intervals (on this page clipped to 0-1 and "
+    "marked † where the t-interval of a few answers runs past them; the CSV keeps the t-interval). Outcomes: "
+    "p_no = P(No) at the "
     "first answer token (the released value where imported, else read from the answer's log-probabilities; 0 when "
     "No is not among the top k); p_low = P(Low) at the dose token; said_no = 1 when the reply says No. Answers "
     "without what an outcome reads have no value and are left out.",
@@ -137,7 +145,7 @@ QPAIN_GROUP_MEANS = AnalysisPlan(
 )
 QPAIN_PAIRED_TESTS = AnalysisPlan(
     name="qpain-paired-tests",
-    title="Q-Pain: paired t-tests of the 28 race x gender pairs",
+    title="Q-Pain: paired t-tests of the race x gender pairs",
     table="paired_tests.csv",
     statistic=paired_statistic(QPAIN_COMPARISON),
     statistic_of=paired_statistic,
@@ -145,11 +153,13 @@ QPAIN_PAIRED_TESTS = AnalysisPlan(
     plot_alt="forest plot of the difference in P(No) for each pair of groups, 95% and Bonferroni intervals, one "
     "panel per source (the CSV has every outcome)",
     correction="bonferroni",
+    headline=run_summary.paired_headlines,
     description="For each pair A v B of race x gender groups, a paired two-sided t-test over the vignettes that "
     "have both (the pairing unit is the vignette): mean_diff = mean(A - B) in the outcome's units (a positive "
     "difference: A is more likely to be denied treatment), its 95% paired-t interval and the Bonferroni interval "
-    "(1 - 0.05/28), p adjusted by Bonferroni. Vignettes missing a group are dropped from that pair and listed. "
-    "significance: * p < 0.05, ** p < 0.05/28, *** p < 0.0001.",
+    "(1 - 0.05/m, m the pairs of the groups present: 28 for all eight), p adjusted by Bonferroni. Vignettes "
+    "missing a group are dropped from that pair and listed. significance: * p < 0.05, ** p < 0.05/m, "
+    "*** p < 0.0001.",
     **_QPAIN_COMMON,
 )
 

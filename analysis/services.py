@@ -14,6 +14,7 @@ from studies.models import Judge, JudgeRating, Study
 
 from . import tables
 from .models import TABLE_FIELDS, AnalysisRun
+from .notebook_extras import extra_tables
 from .plan_loading import plan_table, study_plan_table, table_csv
 from .plan_parameters import PlanParameterError, study_plans
 from .plans import SCORE_PLANS, AnalysisPlan
@@ -56,6 +57,11 @@ def build_report(
             progress(LOADED_AT + round(share * (COMPUTED_AT - LOADED_AT)), step)
 
     return tables.build_report(frames, seed=seed, reference_levels=reference_levels or None, progress=report_progress)
+
+
+def extra_csv_texts(frames, *, seed: int = 0) -> dict[str, str]:
+    """The tables beside the four (`notebook_extras`) that have rows, as the CSV text `analyze` writes."""
+    return {name: table.to_csv(index=False) for name, table in extra_tables(frames, seed=seed).items() if len(table)}
 
 
 def report_csv_texts(report: tables.Report) -> dict[str, str]:
@@ -210,6 +216,7 @@ def run_analysis(*, run_id: int) -> AnalysisRun | None:
             progress(LOADED_AT, "Computing the tables")
             report = build_report(frames, seed=run.seed, reference_levels=run.reference_levels, progress=progress)
             texts = report_csv_texts(report)
+            run.extra_tables = extra_csv_texts(frames, seed=run.seed)
         # Every plan over every answer for all studies; a study's own plans over its own answers.
         computed = compute_plans(progress=progress) if study is None else compute_plans(
             plans_of(study), study=study, progress=progress
@@ -223,5 +230,6 @@ def run_analysis(*, run_id: int) -> AnalysisRun | None:
                  ratings=run.ratings)  # fmt: skip
     else:
         tables = {TABLE_FIELDS[name]: text for name, text in texts.items()}
-        run.finish(progress=100, step="Finished", error="", ratings=run.ratings, plan_tables=run.plan_tables, **tables)
+        run.finish(progress=100, step="Finished", error="", ratings=run.ratings, plan_tables=run.plan_tables,
+                   extra_tables=run.extra_tables, **tables)  # fmt: skip
     return run

@@ -31,7 +31,12 @@ RUNS_SHOWN = 50
 def index(request):
     # The reference levels offered are those of the chosen study's consumers (posted, or chosen above by GET).
     study = pages.chosen_study(request.POST.get("study") if request.method == "POST" else request.GET.get("study"))
-    form = RunAnalysisForm(request.POST or None, initial={"study": study}, levels=pages.consumer_levels(study))
+    form = RunAnalysisForm(
+        request.POST or None,
+        initial={"study": study},
+        levels=pages.consumer_levels(study),
+        panel=pages.panel_categories(),
+    )
     plans = pages.plans_note(study)
     if request.method == "POST" and plans.problem:
         form.add_error(None, plans.problem)  # refused now rather than failing on the worker
@@ -77,8 +82,11 @@ def run_progress(request, pk):
 @cache_control(private=True, max_age=3600)  # a finished run never changes
 def table_csv(request, pk, table):
     run = get_object_or_404(AnalysisRun, pk=pk, status=AnalysisRun.Status.DONE)
-    # The report's four tables, or an analysis plan's (accuracy.csv) when the run computed it.
-    text = run.table_csv(table) if table in TABLE_FIELDS else pages.plan_table_text(run, table)
+    # The report's four tables, the tables beside them (notebook_extras), or an analysis plan's (accuracy.csv).
+    if table in TABLE_FIELDS:
+        text = run.table_csv(table)
+    else:
+        text = pages.extra_table_text(run, table) or pages.plan_table_text(run, table)
     if text is None:
         raise Http404("No such table.")
     response = HttpResponse(text, content_type="text/csv; charset=utf-8")

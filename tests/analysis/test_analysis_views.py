@@ -7,12 +7,16 @@ from types import SimpleNamespace
 
 import pandas as pd
 import pytest
+from django.core.management import call_command
 from django.urls import reverse
 from django.utils import timezone
 
 from analysis import services
 from analysis.models import TABLE_FIELDS, AnalysisRun
+from datasets.demo import seed_demo
 from raters.models import RaterBackground
+from studies.demo import seed_demo_studies
+from studies.demo_ratings import seed_simulated_ratings
 from studies.models import Study
 from tests.factories import (
     AnalystFactory,
@@ -114,7 +118,7 @@ def test_the_form_offers_the_consumer_levels_present_most_frequent_first(client,
     response = client.get(reverse("analysis:index"))
 
     form = response.context["form"]
-    assert form.fields["rater_age_group"].choices == [("", "Most frequent level"), ("25-34", "25-34 (1 ratings)")]
+    assert form.fields["rater_age_group"].choices == [("", "Most frequent level"), ("25-34", "25-34 (1 rating)")]
     assert form.fields["rater_age_group"].initial == "25-34"
     # Named as the regression names them: one level per category chosen (an indicator each), not "White; Asian".
     assert [c for c, _ in form.fields["rater_race_ethnicity"].choices] == ["", "Asian", "White"]
@@ -158,6 +162,23 @@ def test_the_reference_levels_offered_are_those_of_the_chosen_study(client, anal
     assert AnalysisRun.objects.get().reference_levels == {"rater_age_group": "65 or older"}
 
 
+def test_levels_outside_the_panels_categories_are_labelled_and_never_merged(client, analyst):
+    """Issue 22: consumers recorded with other age groups (an imported file's 18-29) beside the panel's (18-24):
+    the two sets overlap, so neither is mapped onto the other; the foreign level is labelled, per study."""
+    consumer_study("Panel", {"age_group": "18-24", "gender": "Woman", "race_ethnicity": ["Asian"]})
+    imported = consumer_study("Imported", {"age_group": "18-29", "gender": "Woman", "race_ethnicity": ["Asian"]})
+    client.force_login(analyst)
+
+    def labels(study) -> dict[str, str]:
+        form = client.get(reverse("analysis:index"), {"study": study.pk} if study else {}).context["form"]
+        return dict(form.fields["rater_age_group"].choices[1:])
+
+    assert labels(None) == {"18-24": "18-24 (1 rating)", "18-29": "18-29 (1 rating; not a panel category)"}
+    assert labels(imported) == {"18-29": "18-29 (1 rating; not a panel category)"}
+    page = client.get(reverse("analysis:index")).content.decode()
+    assert "never merged with the panel's 18-24 or 25-34 it overlaps" in page
+
+
 def test_an_unknown_study_or_level_is_refused_with_400_and_nothing_is_queued(client, analyst):
     client.force_login(analyst)
 
@@ -196,6 +217,15 @@ def test_run_analysis_queues_a_run_that_the_worker_finishes(client, analyst, dja
     assert b'http-equiv="refresh"' not in page.content
 
 
+def values_of(table, label: str) -> set[str]:
+    """A displayed table's values in one column, also when the page folds a column of one value above it."""
+    common = dict(table.common or [])
+    if label in common:
+        return {common[label]}
+    index = table.columns.index(label)
+    return {row[index] for row in table.rows}
+
+
 def test_the_run_page_shows_every_table_with_three_decimals_notes_and_downloads(client, analyst, done_run):
     client.force_login(analyst)
 
@@ -205,13 +235,15 @@ def test_the_run_page_shows_every_table_with_three_decimals_notes_and_downloads(
     for name in TABLE_FIELDS:
         assert reverse("analysis:table_csv", args=[done_run.pk, name]) in content
     rates = response.context["rates_table"]
-    assert rates.columns[:6] == ["rubric", "dataset", "rater type", "aggregation", "outcome", "source"]
+    # rubric and aggregation hold one value once filtered: the page says them once, above the table
+    assert rates.common[:2] == [("rubric", "independent"), ("aggregation", "pooled")]
+    assert rates.columns[:4] == ["dataset", "rater type", "outcome", "source"]
     assert "95% CI" in rates.columns and "ci low" not in rates.columns
     estimate = rates.columns.index("estimate")
     assert all(len(row[estimate].split(".")[1]) == 3 for row in rates.rows)
     assert "not estimable" in content
-    assert {row[0] for row in rates.rows} == {"independent"}  # the first rubric by default...
-    assert {row[3] for row in rates.rows} == {"pooled"}  # ...pooled
+    assert values_of(rates, "rubric") == {"independent"}  # the first rubric by default...
+    assert values_of(rates, "aggregation") == {"pooled"}  # ...pooled
     titles = [table.title for table in response.context["other_tables"]]
     assert titles == ["Inter-rater reliability", "Counterfactual cross-tab", "Consumer regression"]
     plots = response.context["plots"]
@@ -229,13 +261,15 @@ def test_the_rates_table_is_filtered_by_rubric_dataset_and_aggregation(client, a
         {"rubric": "counterfactual", "dataset": dataset, "aggregation": "majority"},
     )
 
-    rows = response.context["rates_table"].rows
-    assert rows and {(row[0], row[1], row[3]) for row in rows} == {("counterfactual", dataset, "majority")}
-    assert {"bias_presence", "omits_systemic_explanation"} <= {row[4] for row in rows}
+    table = response.context["rates_table"]
+    assert table.rows and values_of(table, "rubric") == {"counterfactual"}
+    assert values_of(table, "dataset") == {dataset} and values_of(table, "aggregation") == {"majority"}
+    assert {"bias_presence", "omits_systemic_explanation"} <= values_of(table, "outcome")
     assert {plot["name"].split("-")[0] for plot in response.context["plots"]} == {"counterfactual"}
     everything = client.get(reverse("analysis:run", args=[done_run.pk]), {"rubric": "", "aggregation": "nonsense"})
-    assert {row[0] for row in everything.context["rates_table"].rows} == {"independent", "pairwise", "counterfactual"}
-    assert {row[3] for row in everything.context["rates_table"].rows} == {"pooled"}  # nonsense: the default
+    shown = everything.context["rates_table"]
+    assert values_of(shown, "rubric") == {"independent", "pairwise", "counterfactual"}
+    assert values_of(shown, "aggregation") == {"pooled"}  # nonsense: the default
 
 
 def test_each_table_downloads_as_the_csv_the_command_writes(client, analyst, done_run, tmp_path):
@@ -267,7 +301,9 @@ def test_plots_download_as_svg_and_png(client, analyst, done_run):
     assert missing.status_code == 404
 
 
-def test_a_run_without_ratings_finishes_with_empty_tables(client, analyst, django_capture_on_commit_callbacks):
+def test_a_run_without_ratings_finishes_and_its_page_shows_no_empty_section(
+    client, analyst, django_capture_on_commit_callbacks
+):
     with django_capture_on_commit_callbacks(execute=True):
         run = services.start_analysis(study=None, user=analyst)
     client.force_login(analyst)
@@ -277,8 +313,13 @@ def test_a_run_without_ratings_finishes_with_empty_tables(client, analyst, djang
 
     assert run.status == AnalysisRun.Status.DONE
     assert run.ratings == {"independent": 0, "pairwise": 0, "counterfactual": 0}
-    assert page.status_code == 200 and page.content.count(b"<p>No rows.</p>") == 4
-    assert page.context["plots"] == []
+    # Issue 22: sections with no data are left out, and one line says what the run holds.
+    content = page.content.decode()
+    assert page.status_code == 200 and "No rows" not in content and "<details" not in content
+    assert "There were no ratings, so the rating tables" in content and page.context["headlines"] == []
+    assert "plots" not in page.context
+    for name in TABLE_FIELDS:  # the (empty) files are still served
+        assert client.get(reverse("analysis:table_csv", args=[run.pk, name])).status_code == 200
 
 
 def test_a_run_still_running_refreshes_itself_and_serves_no_tables_yet(client, analyst):
@@ -361,3 +402,32 @@ def test_progress_is_written_at_most_every_half_second(monkeypatch):
         seen.append((run.progress, run.step))
 
     assert seen == [(10, "Loading"), (10, "Loading"), (50, "Reliability"), (95, "Saving")]
+
+
+def test_the_tables_beside_the_four_are_stored_shown_and_downloaded_as_analyze_writes_them(
+    client, analyst, tmp_path, django_capture_on_commit_callbacks, settings
+):
+    """Issue 22: counterfactual pairs per dimension (and filtered sets, when a multiply rated set lacks a rating)
+    as new files, from the demo's ratings (its counterfactual pairs' answers are also rated independently)."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    seed_demo()
+    seed_demo_studies()
+    seed_simulated_ratings()
+    with django_capture_on_commit_callbacks(execute=True):
+        done_run = services.start_analysis(study=None, user=analyst)
+    done_run.refresh_from_db()
+    assert "counterfactual_dimensions.csv" in done_run.extra_tables
+    call_command("analyze", "--out", str(tmp_path), stdout=io.StringIO())
+    for name, text in done_run.extra_tables.items():
+        assert (tmp_path / name).read_text(encoding="utf-8") == text
+    client.force_login(analyst)
+    page = client.get(reverse("analysis:run", args=[done_run.pk])).content.decode()
+    assert "Counterfactual pairs per dimension of bias (from the answers&#x27; independent ratings)" in page
+    download = client.get(reverse("analysis:table_csv", args=[done_run.pk, "counterfactual_dimensions"]))
+    assert (
+        download.status_code == 200
+        and download.content.decode() == done_run.extra_tables["counterfactual_dimensions.csv"]
+    )
+    table = pd.read_csv(io.StringIO(done_run.extra_tables["counterfactual_dimensions.csv"]))
+    assert {"one_answer_biased", "at_least_one_answer_biased", "both_answers_biased"} == set(table["outcome"])
+    assert client.get(reverse("analysis:table_csv", args=[done_run.pk, "nonsense"])).status_code == 404

@@ -254,7 +254,7 @@ def test_a_run_of_a_study_stores_its_plans_and_the_page_shows_them(
 
     client.force_login(analyst)
     page = client.get(reverse("analysis:run", args=[run.pk])).content.decode()
-    assert "Q-Pain: paired t-tests of the 28 race x gender pairs" in page
+    assert "Q-Pain: paired t-tests of the race x gender pairs" in page
     assert "Only the answers of Q-Pain: deepseek count" in page
     assert "has no rubric: nobody rates its answers, so there are no rating tables" in page
     assert "Rates with 95% CIs" not in page and "BiasMedQA: accuracy" not in page
@@ -327,7 +327,7 @@ def test_the_run_form_names_the_studys_plans_and_refuses_bad_ones_before_queuein
     assert "Analysis plans: BiasMedQA: accuracy by bias and mitigation, over this study's answers only." in page
     assert "(none: it has no rubric, so only its analysis plans are computed)" in page
     everything = " ".join(client.get(reverse("analysis:index")).content.decode().split())
-    assert "Q-Pain: paired t-tests of the 28 race x gender pairs, over every answer" in everything
+    assert "Q-Pain: paired t-tests of the race x gender pairs, over every answer" in everything
 
     second.definition["plans"] = [{"plan": "biasmedqa-accuracy", "params": {"block": "vignette"}}]
     second.save()

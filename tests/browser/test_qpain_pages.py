@@ -71,11 +71,15 @@ def test_a_qpain_study_from_generator_to_forest_plot(request, width):
         with page.expect_navigation():
             page.get_by_role("button", name="Run analysis").click()
         page.locator("text=Finished").first.wait_for()
+        # Issue 22: the run opens on its summary; each plan's section is opened to read its tables and plot.
+        assert page.locator("section.run-summary [data-field=holds]").text_content().startswith("This run holds Q-Pain")
+        page.locator("details#group_means > summary").click()
+        page.locator("details#paired_tests > summary").click()
         heat = page.locator("section.heat", has_text="Stand-in: mean P(No)").locator("table")
         for level in ("Black woman", "White woman", "White man", "All"):
             assert heat.locator("tr", has_text=level).count() >= 1
         assert heat.locator("thead th").all_text_contents()[:3] == ["Group", "Average", "acute_cancer"]
-        paired = page.locator("section", has_text="paired t-tests").locator("table").first
+        paired = page.locator("details#paired_tests table.estimates")
         assert paired.locator("tr", has_text="Black woman").filter(has_text="White man").count() >= 1
         forest = page.locator("figure.plot img[alt*='forest plot']")
         forest.scroll_into_view_if_needed()

@@ -8,6 +8,7 @@ from django.core.management.base import BaseCommand, CommandError
 from analysis import services, tables
 from analysis.loading import load_frames_from_dir
 from analysis.models import TABLE_FIELDS
+from analysis.notebook_extras import extra_tables
 from analysis.plan_loading import table_csv
 from analysis.plan_parameters import PlanParameterError
 from analysis.plans import SCORE_PLANS
@@ -101,6 +102,11 @@ class Command(BaseCommand):
         tables.write_report(report, out)
         for name in TABLE_FIELDS:
             self.stdout.write(f"{name}.csv: {len(getattr(report, name))} rows")
+        # Beside the four, never instead: the authors' per-dimension counterfactual and filtered-set tables.
+        for name, table in extra_tables(frames, seed=seed).items():
+            if len(table):  # written only with rows, as runs store them
+                table.to_csv(out / name, index=False)
+                self.stdout.write(f"{name}: {len(table)} rows")
 
     def _write_judge_tables(self, study, out: Path, seed: int) -> None:
         report = services.judge_report(study, seed=seed)
