@@ -43,7 +43,7 @@ trap stop EXIT
 if [ -f .venv/.installed-requirements.txt ]; then
   step "1/7 install: checking .venv's packages (seconds when nothing changed)"
 else
-  step "1/7 install: the first run installs ~570 MB of packages into .venv: a few minutes on a fast" \
+  step "1/7 install: the first run installs ~700 MB of packages into .venv: a few minutes on a fast" \
     "connection (about 45 s with pip's cache warm); later runs skip this"
 fi
 scripts/bootstrap.sh requirements.txt
